@@ -1,0 +1,84 @@
+"""The live view's own cost and start-up times, on a real terminal (a pty).
+
+Starts the demo workload and ``bpftop -p PID -F 99 -i 1`` on a pseudo-terminal,
+reads the screen it draws, and reports:
+  - time from launch to the first frame on screen (the header is drawn),
+  - time from launch to the first data (a function of the demo is on screen),
+  - bpftop's CPU use (% of one core) over the measurement window, after start-up,
+  - bpftop's peak RSS.
+
+    sudo .venv/bin/python -m bench.live [--seconds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import select
+import subprocess
+import time
+
+import psutil
+
+from tests.conftest import BPFTOP, WORKLOADS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--hz", type=int, default=99)
+    args = parser.parse_args()
+    demo = subprocess.Popen([str(WORKLOADS / "demo")])
+    master, slave = pty.openpty()
+    os.set_blocking(master, False)
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    launched = time.perf_counter()
+    app = subprocess.Popen([str(BPFTOP), "-p", str(demo.pid), "-F", str(args.hz), "-i", "1"],
+                           stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    screen = b""
+    first_frame = first_data = None
+    proc = psutil.Process(app.pid)
+    peak_rss = 0
+    cpu_start = None
+    measure_from = None
+    try:
+        while time.perf_counter() - launched < args.seconds + 10:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    screen += os.read(master, 1 << 16)
+                except OSError:
+                    break
+            now = time.perf_counter() - launched
+            if first_frame is None and b"profile:hz" in screen:
+                first_frame = now
+            if first_data is None and b"mix_round" in screen:
+                first_data = now
+                cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
+            screen = screen[-4096:]
+            peak_rss = max(peak_rss, proc.memory_info().rss)
+            if measure_from is not None and time.perf_counter() - measure_from >= args.seconds:
+                break
+        assert cpu_start is not None and measure_from is not None, "no data ever reached the screen"
+        cpu_end = proc.cpu_times()
+        window = time.perf_counter() - measure_from
+        used = (cpu_end.user + cpu_end.system) - (cpu_start.user + cpu_start.system)
+    finally:
+        os.write(master, b"q")
+        try:
+            app.wait(10)
+        except subprocess.TimeoutExpired:
+            app.kill()
+        demo.kill()
+        demo.wait()
+    print(f"first frame on screen: {first_frame:.3f} s after launch")
+    print(f"first data on screen:  {first_data:.3f} s after launch")
+    print(f"bpftop CPU at {args.hz} Hz, 1 s ticks: {100 * used / window:.2f}% of one core "
+          f"over {window:.0f} s")
+    print(f"bpftop peak RSS: {peak_rss / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The one exception family for problems a user must fix.
+
+Every error carries a one-line message, a one-line hint and the process exit
+code; the CLI prints ``bpftop: <message> (<hint>)`` and exits with the code,
+never a traceback. Expected misses (an address without a symbol, a stack the
+kernel could not read) are values, not exceptions.
+"""
+
+from __future__ import annotations
+
+
+class BpftopError(Exception):
+    """Base class: ``str(err)`` is the one line the user sees."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(BpftopError):
+    """Bad command-line input."""
+
+    exit_code = 2
+
+
+class PermissionsError(BpftopError):
+    """Not root, or lacking CAP_BPF / CAP_PERFMON."""
+
+    exit_code = 77
+
+
+class NoSuchProcessError(BpftopError):
+    """The target PID does not exist (or is not visible to us)."""
+
+    exit_code = 3
+
+
+class BccMissingError(BpftopError):
+    """BCC's Python bindings cannot be imported."""
+
+    exit_code = 4
+
+
+class BpfLoadError(BpftopError):
+    """The kernel (verifier) or the compiler rejected the BPF program."""
+
+    exit_code = 5
+
+
+class OutputError(BpftopError):
+    """A file we were asked to write cannot be written."""
+
+    exit_code = 6

@@ -1,0 +1,243 @@
+"""The compiled BPF program and every kernel resource it owns.
+
+:class:`CpuSampler` compiles ``bpftop.bpf.c`` once, attaches a cpu-clock
+perf event on every CPU (filtered in the kernel to the target tgids) and the
+``sched_process_exit`` tracepoint, and drains the maps into a :class:`RawTick`
+each tick. ``close()`` (or leaving the ``with`` block) detaches everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes as ct
+import errno
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bpftop.bpf.capture import capture_stderr, first_useful_line
+from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
+from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.raw import Addresses, ExitEvent, RawSample, RawTick
+
+PROGRAM_DIR = Path(__file__).resolve().parent
+PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
+EVENT_EXIT = 1  # bpftop.h
+SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
+
+
+class CpuSampler:
+    """CPU sampling of the target processes with in-kernel aggregation."""
+
+    def __init__(
+        self,
+        sample_hz: int,
+        *,
+        counts_size: int = 65536,
+        stack_storage_size: int = 32768,
+        targets_size: int = 1024,
+        source: Path = PROGRAM_FILE,
+    ) -> None:
+        self.sample_hz = sample_hz
+        self.defines = {
+            "COUNTS_SIZE": counts_size,
+            "STACK_STORAGE_SIZE": stack_storage_size,
+            "TARGETS_SIZE": targets_size,
+        }
+        self.source = source
+        self.header_note = ""
+        self._bpf: Any = None
+        self._gen = 0
+        self._lost = 0
+        self._exits: list[ExitEvent] = []
+        self._dropped_seen = 0
+        self._last_drain = time.monotonic()
+
+    @property
+    def probe(self) -> str:
+        return f"profile:hz:{self.sample_hz}"
+
+    @property
+    def generation(self) -> int:
+        """The generation (0/1) of maps the kernel is filling right now."""
+        return self._gen
+
+    def program_text(self) -> str:
+        """The final program as BCC compiles it (``--print-bpf``)."""
+        defines = "".join(f"#define {k} {v}\n" for k, v in self.defines.items())
+        return f"/* -D flags */\n{defines}\n{self.source.read_text()}"
+
+    def load(self) -> None:
+        """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
+        bcc = import_bcc()
+        headers = choose_headers()
+        self.header_note = headers.note
+        ensure_tracefs()
+        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
+        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
+            try:
+                self._bpf = bcc.BPF(src_file=str(self.source).encode(), cflags=cflags)  # type: ignore[attr-defined]
+            except Exception as exc:
+                raise _load_error(exc, log.text) from None
+        self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
+
+    def set_targets(self, pids: Iterable[int]) -> None:
+        targets = self._bpf[b"targets"]
+        targets.clear()
+        for pid in pids:
+            targets[ct.c_uint32(pid)] = ct.c_uint8(1)
+
+    def start(self) -> None:
+        """Attach the cpu-clock perf event on every CPU."""
+        bcc = import_bcc()
+        try:
+            self._bpf.attach_perf_event(
+                ev_type=bcc.PerfType.SOFTWARE,  # type: ignore[attr-defined]
+                ev_config=bcc.PerfSWConfig.CPU_CLOCK,  # type: ignore[attr-defined]
+                fn_name=b"on_cpu_sample",
+                sample_freq=self.sample_hz,
+            )
+        except Exception as exc:
+            raise BpfLoadError(
+                f"cannot attach the cpu-clock perf event: {exc}",
+                "check perf_event_paranoid and that the kernel has perf events",
+            ) from None
+        self._last_drain = time.monotonic()
+
+    def drain(self) -> RawTick:
+        """Take everything counted since the last drain, exactly once."""
+        old = self._gen
+        self._gen ^= 1
+        self._bpf[b"control"][ct.c_int(0)] = ct.c_uint32(self._gen)
+        time.sleep(SETTLE_S)
+        counts = self._bpf[f"counts{old}".encode()]
+        stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
+        samples = tuple(
+            stacks.sample(key, int(value)) for key, value in _drain_hash(counts)
+        )
+        _clear_stacks(self._bpf[f"stacks{old}".encode()])
+        self._bpf.perf_buffer_poll(timeout=0)
+        now = time.monotonic()
+        tick = RawTick(
+            samples=samples,
+            exits=tuple(self._exits),
+            lost_events=self._lost,
+            dropped_samples=self._take_dropped(),
+            interval_s=now - self._last_drain,
+        )
+        self._exits.clear()
+        self._lost = 0
+        self._last_drain = now
+        return tick
+
+    def map_usage(self) -> dict[str, tuple[int, int]]:
+        """Entries in use and max_entries of each sample/stack map, right now."""
+        usage = {}
+        for name in ("counts0", "counts1", "stacks0", "stacks1"):
+            table = self._bpf[name.encode()]
+            usage[name] = (sum(1 for _ in table.keys()), int(table.max_entries))
+        return usage
+
+    def close(self) -> None:
+        """Detach every probe and free the program; safe to call twice."""
+        if self._bpf is not None:
+            bpf, self._bpf = self._bpf, None
+            bpf.cleanup()
+
+    def __enter__(self) -> CpuSampler:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _take_dropped(self) -> int:
+        total = int(self._bpf[b"drops"].sum(ct.c_int(0)).value)
+        delta, self._dropped_seen = total - self._dropped_seen, total
+        return delta
+
+    def _on_event(self, cpu: int, data: Any, size: int) -> None:
+        ev = self._bpf[b"events"].event(data)
+        if ev.kind == EVENT_EXIT:
+            self._exits.append(ExitEvent(ev.tgid, ev.tid, ev.comm.decode(errors="replace")))
+
+    def _on_lost(self, lost: int) -> None:
+        self._lost += lost
+
+
+class _StackReader:
+    """Reads stack ids of one generation's stack map, once per id per drain."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._cache: dict[int, Addresses] = {}
+
+    def read(self, stack_id: int) -> tuple[Addresses, str]:
+        if stack_id < 0:
+            return (), errno.errorcode.get(-stack_id, str(stack_id))
+        found = self._cache.get(stack_id)
+        if found is None:
+            try:
+                found = tuple(self._table.walk(stack_id))
+            except KeyError:
+                return (), "ENOENT"
+            self._cache[stack_id] = found
+        return found, ""
+
+    def sample(self, key: Any, count: int) -> RawSample:
+        user, user_err = self.read(key.user_stack_id)
+        kernel, kernel_err = self.read(key.kernel_stack_id)
+        if kernel_err == "EFAULT":
+            kernel_err = ""  # sampled in user mode: there is no kernel stack
+        return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+
+
+def _clear_stacks(table: Any) -> None:
+    """Empty a stack map (BCC's ``StackTrace.clear()`` does nothing)."""
+    for key in list(table.keys()):
+        with contextlib.suppress(KeyError):
+            del table[key]
+
+
+def _drain_hash(table: Any) -> list[tuple[Any, Any]]:
+    try:
+        return list(table.items_lookup_and_delete_batch())
+    except Exception:  # kernels without batch ops: inactive map, so no race
+        items = [(k, v.value) for k, v in table.items()]
+        table.clear()
+        return items
+
+
+class _kernel_source:
+    """Set BCC_KERNEL_SOURCE for the duration of a compile (libbcc reads getenv)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._old: str | None = None
+
+    def __enter__(self) -> None:
+        import os
+
+        self._old = os.environ.get("BCC_KERNEL_SOURCE")
+        if self._path is not None:
+            os.environ["BCC_KERNEL_SOURCE"] = str(self._path)
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self._old is None:
+            os.environ.pop("BCC_KERNEL_SOURCE", None)
+        else:
+            os.environ["BCC_KERNEL_SOURCE"] = self._old
+
+
+def _load_error(exc: Exception, log: str) -> BpfLoadError:
+    line = first_useful_line(log) or str(exc).splitlines()[0]
+    return BpfLoadError(
+        f"the kernel rejected bpftop's BPF program: {line}",
+        "run with --print-bpf to see the program; check dmesg and kernel BPF support",
+    )

@@ -1,0 +1,50 @@
+"""What one drain of the kernel maps yields: plain integers, no symbols."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Addresses as the kernel gave them, innermost (the sampled IP) first.
+Addresses = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RawSample:
+    """Samples of one thread with one (user, kernel) stack pair.
+
+    A stack that could not be read is empty and its ``*_error`` names the
+    errno (``"EFAULT"``, ``"EEXIST"``, ``"ENOMEM"``); for a sample taken in
+    user mode the kernel stack is simply empty, not an error.
+    """
+
+    tgid: int
+    tid: int
+    user_stack: Addresses
+    kernel_stack: Addresses
+    count: int
+    user_error: str = ""
+    kernel_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExitEvent:
+    """A thread of a target exited (tid == tgid: the main thread)."""
+
+    tgid: int
+    tid: int
+    comm: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawTick:
+    """Everything drained from the kernel in one tick (deltas, not totals)."""
+
+    samples: tuple[RawSample, ...] = ()
+    exits: tuple[ExitEvent, ...] = ()
+    lost_events: int = 0
+    dropped_samples: int = 0
+    interval_s: float = 0.0
+
+    @property
+    def total_samples(self) -> int:
+        return sum(s.count for s in self.samples)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sets up everything bpftop needs on a Debian 12 machine, idempotently:
+#   - Debian packages: BCC (python3-bpfcc, bpfcc-tools), kernel headers, venv, gcc
+#   - a venv in .venv made from /usr/bin/python3 with system site-packages
+#     (BCC's Python bindings come only from Debian), with bpftop installed
+#     editable plus its dev tools
+#   - the C workloads (demo and tests) under build/workloads
+# A second run with nothing to do takes a couple of seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils)
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The venv: rebuilt only when pyproject.toml changes.
+stamp=.venv/.bpftop-setup-stamp
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    if [ ! -x .venv/bin/python ]; then
+        say "creating .venv (system site-packages, for BCC)"
+        /usr/bin/python3 -m venv --system-site-packages .venv
+    fi
+    say "installing bpftop and its dev tools into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+    echo "$want" > "$stamp"
+fi
+
+# Make sure BCC imports from the venv; say why not in one line if it does not.
+if ! .venv/bin/python -c 'import bcc' 2>/dev/null; then
+    say "error: 'import bcc' fails in .venv; python3-bpfcc is missing or broken"
+    exit 1
+fi
+
+make -s -C tests/workloads OUT="$PWD/build/workloads"

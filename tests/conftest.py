@@ -1,0 +1,22 @@
+"""Shared fixtures: paths to the built workloads and the bpftop command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "build" / "workloads"
+BPFTOP = Path(sys.executable).parent / "bpftop"
+
+
+@pytest.fixture(scope="session")
+def workloads() -> Path:
+    """The C workloads, (re)built by make (scripts/setup.sh builds them too)."""
+    subprocess.run(
+        ["make", "-s", "-C", str(ROOT / "tests" / "workloads"), f"OUT={WORKLOADS}"], check=True
+    )
+    return WORKLOADS

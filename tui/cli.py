@@ -1,0 +1,173 @@
+"""The ``bpftop`` command: argument parsing, up-front checks, and the two modes.
+
+``bpftop -p PID`` opens the live view; ``bpftop record -p PID -o FILE`` samples
+without a screen and writes folded stacks. Every error a user must fix is a
+:class:`BpftopError`, printed as one line on stderr with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+
+import psutil
+
+from bpftop.bpf.environment import check_privileges, import_bcc
+from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
+from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
+from bpftop.tui.collector import Collector
+from bpftop.tui.model.folded import write_folded
+from bpftop.tui.model.snapshot import Snapshot
+
+VERSION = "0.1.0"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message, f"see '{self.prog} --help'")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-p", "--pid", type=int, required=True, help="process to profile")
+    p.add_argument("-F", "--frequency", type=int, default=99, metavar="HZ",
+                   help="samples per second per CPU (default 99)")
+    p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
+
+
+def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    live = _Parser(prog="bpftop", description="Live eBPF stack profiler for one process.",
+                   epilog="Headless mode: bpftop record -p PID -d SECONDS -o FILE")
+    _common(live)
+    live.add_argument("-i", "--interval", type=float, default=1.0, metavar="SECONDS",
+                      help="refresh interval (default 1)")
+    live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
+    record = _Parser(prog="bpftop record", description="Sample without a screen; write folded stacks.")
+    _common(record)
+    record.add_argument("-d", "--duration", type=float, metavar="SECONDS",
+                        help="how long to record (default: until Ctrl-C or the process exits)")
+    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                        help="where to write the folded stacks")
+    return live, record
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args[:1] == ["record"]:
+            return _record(build_parsers()[1].parse_args(args[1:]))
+        return _live(build_parsers()[0].parse_args(args))
+    except BpftopError as err:
+        print(f"bpftop: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _check(args: argparse.Namespace) -> CpuSampler | None:
+    """Validate what can be validated before anything touches the kernel."""
+    if not 1 <= args.frequency <= 100_000:
+        raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
+    sampler = CpuSampler(args.frequency, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)))
+    if args.print_bpf:
+        print(sampler.program_text())
+        return None
+    if args.pid <= 0 or not psutil.pid_exists(args.pid):
+        raise NoSuchProcessError(f"no process with pid {args.pid}", "check the pid with ps or pgrep")
+    check_privileges()
+    import_bcc()
+    return sampler
+
+
+def _live(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise UsageError(f"interval {args.interval} s must be positive", "for example -i 0.5")
+    sampler = _check(args)
+    if sampler is None:
+        return 0
+    from bpftop.tui.app import BpftopApp  # Textual loads only for the live view
+    from bpftop.tui.terminal import terminal_driver
+
+    collector = Collector(args.pid, sampler, args.interval)
+    app = BpftopApp(collector, interval_s=args.interval)
+    with terminal_driver() as driver:
+        app.driver_class = driver
+        _on_signals(lambda: app.call_later(app.exit))
+        try:
+            app.run()
+        finally:
+            collector.stop()
+    if app.error is not None:
+        raise app.error
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError(f"duration {args.duration} s must be positive", "for example -d 10")
+    _check_writable(args.output)
+    sampler = _check(args)
+    if sampler is None:
+        return 0
+    collector = Collector(args.pid, sampler, interval_s=1.0)
+    errors: list[BpftopError] = []
+    done = threading.Event()
+    _on_signals(done.set)
+    collector.start(on_snapshot=lambda _: None, on_error=errors.append)
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    while not done.is_set() and not collector.finished.is_set():
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        done.wait(0.1)
+    collector.stop()
+    if errors:
+        raise errors[0]
+    snap = collector.last
+    assert snap is not None  # the collector posts before it does anything else
+    _save(snap, args.output)
+    return 0
+
+
+def _save(snap: Snapshot, path: Path) -> None:
+    stats = snap.stats
+    try:
+        write_folded(snap.tree, path)
+    except OutputError as err:
+        rescue = Path("/tmp") / f"bpftop-{snap.process.pid if snap.process else 0}-{int(time.time())}.folded"
+        write_folded(snap.tree, rescue)
+        raise OutputError(f"{err.message}; the profile was saved to {rescue} instead", err.hint) from None
+    print(
+        f"bpftop: wrote {stats.total_samples} samples to {path} "
+        f"(lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
+        f"failed stack reads {stats.failed_stacks})",
+        file=sys.stderr,
+    )
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before sampling, not after, when the output cannot be written."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {path}: no directory {parent}", "create it or choose another path")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise OutputError(f"cannot write {path}: permission denied", "choose a writable path")
+
+
+def _on_signals(handler: Callable[[], object]) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP all mean: stop cleanly, keep what we have."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        handler()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)

@@ -1,0 +1,103 @@
+"""Immutable values the collector thread posts to the app once per tick."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """Where the collector is; shown in the header."""
+
+    STARTING = "starting"
+    COMPILING = "compiling BPF program…"
+    SAMPLING = "sampling"
+    EXITED = "process exited"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """Facts about the target process (from psutil), as of this tick."""
+
+    pid: int
+    name: str
+    cmdline: str
+    cpu_percent: float
+    rss_bytes: int
+    num_threads: int
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionStats:
+    """How much was collected and what was lost, cumulative since start.
+
+    ``lost_events``: perf-buffer records the kernel could not deliver.
+    ``dropped_samples``: samples not counted because the in-kernel counts map
+    was full. ``stack_errors`` counts samples whose stack could not be read,
+    by kind (``"user EFAULT"`` -> n), as pairs so the value stays immutable.
+    """
+
+    probe: str
+    elapsed_s: float = 0.0
+    total_samples: int = 0
+    samples_per_s: float = 0.0
+    lost_events: int = 0
+    dropped_samples: int = 0
+    stack_errors: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def failed_stacks(self) -> int:
+        return sum(n for _, n in self.stack_errors)
+
+
+@dataclass(frozen=True, slots=True)
+class CallNode:
+    """A node of the top-down call tree.
+
+    The root is a synthetic node named "all"; its children are processes (by
+    name), theirs the outermost frames. ``children`` are sorted by
+    ``total_count``, hottest first. ``total_count`` = ``self_count`` + the
+    children's totals.
+    """
+
+    label: str
+    module: str = ""
+    kernel: bool = False
+    self_count: int = 0
+    total_count: int = 0
+    children: tuple[CallNode, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, bool]:
+        """Identity among siblings; stable from tick to tick."""
+        return (self.label, self.module, self.kernel)
+
+
+@dataclass(frozen=True, slots=True)
+class HotFunction:
+    """One row of the hot-functions table.
+
+    ``self_count``: samples with this function as the leaf. ``total_count``:
+    samples with it anywhere on the stack, counted once per sample even when
+    it recurses.
+    """
+
+    label: str
+    module: str
+    kernel: bool
+    self_count: int
+    total_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything the app shows, as of one tick."""
+
+    seq: int
+    phase: Phase
+    stats: CollectionStats
+    process: ProcessInfo | None = None
+    tree: CallNode = field(default_factory=lambda: CallNode("all"))
+    hot: tuple[HotFunction, ...] = ()
+    message: str = ""
