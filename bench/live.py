@@ -18,6 +18,7 @@ import pty
 import select
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 
@@ -34,13 +35,18 @@ def main() -> None:
     os.set_blocking(master, False)
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     launched = time.perf_counter()
-    app = subprocess.Popen([str(BPFTOP), "-p", str(demo.pid), "-F", str(args.hz), "-i", "1"],
-                           stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    app = subprocess.Popen(
+        [str(BPFTOP), "-p", str(demo.pid), "-F", str(args.hz), "-i", "1"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     screen = b""
     first_frame = first_data = None
     proc = psutil.Process(app.pid)
-    peak_rss = 0
     cpu_start = None
     measure_from = None
     try:
@@ -58,13 +64,13 @@ def main() -> None:
                 first_data = now
                 cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
             screen = screen[-4096:]
-            peak_rss = max(peak_rss, proc.memory_info().rss)
             if measure_from is not None and time.perf_counter() - measure_from >= args.seconds:
                 break
         assert cpu_start is not None and measure_from is not None, "no data ever reached the screen"
         cpu_end = proc.cpu_times()
         window = time.perf_counter() - measure_from
         used = (cpu_end.user + cpu_end.system) - (cpu_start.user + cpu_start.system)
+        peak_rss_kib = _vm_hwm_kib(app.pid)
     finally:
         os.write(master, b"q")
         try:
@@ -75,9 +81,19 @@ def main() -> None:
         demo.wait()
     print(f"first frame on screen: {first_frame:.3f} s after launch")
     print(f"first data on screen:  {first_data:.3f} s after launch")
-    print(f"bpftop CPU at {args.hz} Hz, 1 s ticks: {100 * used / window:.2f}% of one core "
-          f"over {window:.0f} s")
-    print(f"bpftop peak RSS: {peak_rss / 2**20:.1f} MiB")
+    print(
+        f"bpftop CPU at {args.hz} Hz, 1 s ticks: {100 * used / window:.2f}% of one core "
+        f"over {window:.0f} s"
+    )
+    print(f"bpftop peak RSS: {peak_rss_kib / 1024:.1f} MiB")
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    """Peak resident set size (VmHWM) of a live process, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collector import Collector
@@ -26,9 +27,10 @@ from tests.conftest import WORKLOADS
 
 def run_once(rounds: int, hz: int | None) -> tuple[float, float]:
     """(wall seconds, target CPU seconds) for one fixed-work run."""
-    proc = subprocess.Popen(["sh", "-c", f'kill -STOP $$; exec "$0" -n {rounds}',
-                             str(WORKLOADS / "split")])
-    while open(f"/proc/{proc.pid}/stat").read().split()[2] != "T":
+    proc = subprocess.Popen(
+        ["sh", "-c", f'kill -STOP $$; exec "$0" -n {rounds}', str(WORKLOADS / "split")]
+    )
+    while Path(f"/proc/{proc.pid}/stat").read_text().split()[2] != "T":
         time.sleep(0.001)
     collector = None
     if hz is not None:
@@ -43,7 +45,7 @@ def run_once(rounds: int, hz: int | None) -> tuple[float, float]:
         ready.wait(30)
     started = time.perf_counter()
     os.kill(proc.pid, signal.SIGCONT)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, _status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     if collector is not None:
         collector.stop()
@@ -61,16 +63,21 @@ def main() -> None:
     for run in range(args.runs):
         for mode in modes:  # alternate: alone, 99, 999, alone, ...
             results[mode].append(run_once(args.rounds, mode))
-        print(f"run {run + 1}/{args.runs}: " + ", ".join(
-            f"{m or 'alone'}={results[m][-1][0]:.3f}s" for m in modes), flush=True)
+        print(
+            f"run {run + 1}/{args.runs}: "
+            + ", ".join(f"{m or 'alone'}={results[m][-1][0]:.3f}s" for m in modes),
+            flush=True,
+        )
     base_wall = statistics.median(w for w, _ in results[None])
     base_cpu = statistics.median(c for _, c in results[None])
     print(f"alone: median wall {base_wall:.3f} s, cpu {base_cpu:.3f} s")
     for hz in args.hz:
         wall = statistics.median(w for w, _ in results[hz])
         cpu = statistics.median(c for _, c in results[hz])
-        print(f"{hz} Hz: median wall {wall:.3f} s ({100 * (wall / base_wall - 1):+.2f}%), "
-              f"cpu {cpu:.3f} s ({100 * (cpu / base_cpu - 1):+.2f}%)")
+        print(
+            f"{hz} Hz: median wall {wall:.3f} s ({100 * (wall / base_wall - 1):+.2f}%), "
+            f"cpu {cpu:.3f} s ({100 * (cpu / base_cpu - 1):+.2f}%)"
+        )
 
 
 if __name__ == "__main__":

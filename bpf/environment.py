@@ -37,7 +37,9 @@ class HeaderChoice:
     def note(self) -> str:
         if not self.fallback:
             return ""
-        return f"kernel {platform.release()} has no headers; using fallback headers from {self.path}"
+        return (
+            f"kernel {platform.release()} has no headers; using fallback headers from {self.path}"
+        )
 
 
 def check_privileges() -> None:
@@ -100,7 +102,7 @@ def _newest_debian_header_trees() -> tuple[Path, Path]:
             found.append((tuple(int(g) for g in m.groups()), entry, arch))
     if not found:
         raise BccMissingError(
-            f"no kernel headers for {platform.release()} and no Debian header package to fall back on",
+            f"no kernel headers for {platform.release()} and no Debian headers to fall back on",
             "apt-get install linux-headers-amd64 (scripts/setup.sh does this)",
         )
     _, common, arch = max(found)

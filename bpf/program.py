@@ -49,6 +49,7 @@ class CpuSampler:
         self.source = source
         self.header_note = ""
         self._bpf: Any = None
+        self._sample_fn: Any = None
         self._gen = 0
         self._lost = 0
         self._exits: list[ExitEvent] = []
@@ -77,12 +78,19 @@ class CpuSampler:
         ensure_tracefs()
         cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
         cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        failure: Exception | None = None
         with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(src_file=str(self.source).encode(), cflags=cflags)  # type: ignore[attr-defined]
+                # BCC loads programs lazily at attach time; load now, so the
+                # verifier speaks while its log is being captured.
+                self._sample_fn = self._bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
+                self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
-                raise _load_error(exc, log.text) from None
-        self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
+                failure = exc
+        if failure is not None:  # the log is complete only once capturing ends
+            self.close()
+            raise _load_error(failure, log.text)
 
     def set_targets(self, pids: Iterable[int]) -> None:
         targets = self._bpf[b"targets"]
@@ -115,9 +123,7 @@ class CpuSampler:
         time.sleep(SETTLE_S)
         counts = self._bpf[f"counts{old}".encode()]
         stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
-        samples = tuple(
-            stacks.sample(key, int(value)) for key, value in _drain_hash(counts)
-        )
+        samples = tuple(stacks.sample(key, int(value)) for key, value in _drain_hash(counts))
         _clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
         now = time.monotonic()
@@ -138,7 +144,7 @@ class CpuSampler:
         usage = {}
         for name in ("counts0", "counts1", "stacks0", "stacks1"):
             table = self._bpf[name.encode()]
-            usage[name] = (sum(1 for _ in table.keys()), int(table.max_entries))
+            usage[name] = (sum(1 for _ in table), int(table.max_entries))
         return usage
 
     def close(self) -> None:
@@ -151,7 +157,10 @@ class CpuSampler:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 

@@ -4,11 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# mypy sees the code under its installed names (bpftop.tui, bpftop.bpf, ...):
-# a tree of symlinks gives it that layout without moving the sources.
-shadow=build/typecheck/bpftop
+# mypy must see the code under its installed names (bpftop.tui, bpftop.bpf, ...),
+# which the editable install's import hook provides but mypy cannot follow; a
+# copy in that layout gives it them (error paths point into .typecheck/).
+shadow=.typecheck/bpftop
+rm -rf .typecheck
 mkdir -p "$shadow"
-for pkg in tui bpf symbols; do ln -sfn "$PWD/$pkg" "$shadow/$pkg"; done
+for pkg in tui bpf symbols; do cp -r "$pkg" "$shadow/$pkg"; done
 touch "$shadow/__init__.py"
-MYPYPATH=build/typecheck .venv/bin/mypy -p bpftop.tui -p bpftop.bpf -p bpftop.symbols
+export MYPYPATH=.typecheck
+.venv/bin/mypy -p bpftop
 .venv/bin/mypy tests bench

@@ -47,4 +47,9 @@ if ! .venv/bin/python -c 'import bcc' 2>/dev/null; then
     exit 1
 fi
 
+# Merge the fallback kernel headers now (once; cached), not at first launch.
+if [ "$(id -u)" -eq 0 ]; then
+    .venv/bin/python -c 'from bpftop.bpf.environment import choose_headers; choose_headers()'
+fi
+
 make -s -C tests/workloads OUT="$PWD/build/workloads"

@@ -24,7 +24,7 @@ from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, Usag
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
 from bpftop.tui.model.folded import write_folded
-from bpftop.tui.model.snapshot import Snapshot
+from bpftop.tui.model.snapshot import Phase, Snapshot
 
 VERSION = "0.1.0"
 
@@ -38,24 +38,52 @@ class _Parser(argparse.ArgumentParser):
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-p", "--pid", type=int, required=True, help="process to profile")
-    p.add_argument("-F", "--frequency", type=int, default=99, metavar="HZ",
-                   help="samples per second per CPU (default 99)")
+    p.add_argument(
+        "-F",
+        "--frequency",
+        type=int,
+        default=99,
+        metavar="HZ",
+        help="samples per second per CPU (default 99)",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    live = _Parser(prog="bpftop", description="Live eBPF stack profiler for one process.",
-                   epilog="Headless mode: bpftop record -p PID -d SECONDS -o FILE")
+    live = _Parser(
+        prog="bpftop",
+        description="Live eBPF stack profiler for one process.",
+        epilog="Headless mode: bpftop record -p PID -d SECONDS -o FILE",
+    )
     _common(live)
-    live.add_argument("-i", "--interval", type=float, default=1.0, metavar="SECONDS",
-                      help="refresh interval (default 1)")
+    live.add_argument(
+        "-i",
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="refresh interval (default 1)",
+    )
     live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
-    record = _Parser(prog="bpftop record", description="Sample without a screen; write folded stacks.")
+    record = _Parser(
+        prog="bpftop record", description="Sample without a screen; write folded stacks."
+    )
     _common(record)
-    record.add_argument("-d", "--duration", type=float, metavar="SECONDS",
-                        help="how long to record (default: until Ctrl-C or the process exits)")
-    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
-                        help="where to write the folded stacks")
+    record.add_argument(
+        "-d",
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="how long to record (default: until Ctrl-C or the process exits)",
+    )
+    record.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="where to write the folded stacks",
+    )
     return live, record
 
 
@@ -76,12 +104,16 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     """Validate what can be validated before anything touches the kernel."""
     if not 1 <= args.frequency <= 100_000:
         raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
-    sampler = CpuSampler(args.frequency, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)))
+    sampler = CpuSampler(
+        args.frequency, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE))
+    )
     if args.print_bpf:
         print(sampler.program_text())
         return None
     if args.pid <= 0 or not psutil.pid_exists(args.pid):
-        raise NoSuchProcessError(f"no process with pid {args.pid}", "check the pid with ps or pgrep")
+        raise NoSuchProcessError(
+            f"no process with pid {args.pid}", "check the pid with ps or pgrep"
+        )
     check_privileges()
     import_bcc()
     return sampler
@@ -120,13 +152,19 @@ def _record(args: argparse.Namespace) -> int:
     collector = Collector(args.pid, sampler, interval_s=1.0)
     errors: list[BpftopError] = []
     done = threading.Event()
+    sampling_since: list[float] = []  # -d counts from the first sample, not from launch
+
+    def on_snapshot(snap: Snapshot) -> None:
+        if snap.phase is Phase.SAMPLING and not sampling_since:
+            sampling_since.append(time.monotonic())
+
     _on_signals(done.set)
-    collector.start(on_snapshot=lambda _: None, on_error=errors.append)
-    deadline = None if args.duration is None else time.monotonic() + args.duration
+    collector.start(on_snapshot, on_error=errors.append)
     while not done.is_set() and not collector.finished.is_set():
-        if deadline is not None and time.monotonic() >= deadline:
+        recorded_s = time.monotonic() - sampling_since[0] if sampling_since else 0.0
+        if args.duration is not None and recorded_s >= args.duration:
             break
-        done.wait(0.1)
+        done.wait(0.05)
     collector.stop()
     if errors:
         raise errors[0]
@@ -141,9 +179,14 @@ def _save(snap: Snapshot, path: Path) -> None:
     try:
         write_folded(snap.tree, path)
     except OutputError as err:
-        rescue = Path("/tmp") / f"bpftop-{snap.process.pid if snap.process else 0}-{int(time.time())}.folded"
+        rescue = (
+            Path("/tmp")
+            / f"bpftop-{snap.process.pid if snap.process else 0}-{int(time.time())}.folded"
+        )
         write_folded(snap.tree, rescue)
-        raise OutputError(f"{err.message}; the profile was saved to {rescue} instead", err.hint) from None
+        raise OutputError(
+            f"{err.message}; the profile was saved to {rescue} instead", err.hint
+        ) from None
     print(
         f"bpftop: wrote {stats.total_samples} samples to {path} "
         f"(lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
@@ -158,7 +201,9 @@ def _check_writable(path: Path) -> None:
     if path.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")
     if not parent.is_dir():
-        raise OutputError(f"cannot write {path}: no directory {parent}", "create it or choose another path")
+        raise OutputError(
+            f"cannot write {path}: no directory {parent}", "create it or choose another path"
+        )
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise OutputError(f"cannot write {path}: permission denied", "choose a writable path")
 

@@ -29,8 +29,11 @@ MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STAC
 class Sampler(Protocol):
     """What the collector needs from bpf/ (CpuSampler implements it)."""
 
-    probe: str
     header_note: str
+
+    @property
+    def probe(self) -> str: ...
+
 
     def load(self) -> None: ...
     def set_targets(self, pids: Sequence[int]) -> None: ...
@@ -80,7 +83,7 @@ class Collector:
     def _run(self) -> None:
         try:
             self._post(Phase.COMPILING)
-            self._symbolizer.prepare(self.pid)
+            self._symbolizer.prepare(self.pid, preload=True)
             self._sampler.load()
             self._sampler.set_targets([self.pid])
             self._sampler.start()
@@ -88,6 +91,10 @@ class Collector:
             self._loop()
         except BpftopError as err:
             self._on_error(err)
+        except Exception as exc:  # a bug of ours: still one line, and the data stays
+            self._on_error(
+                BpftopError(f"internal error in the collector: {exc!r}", "please report it")
+            )
         finally:
             self._sampler.close()
             self.finished.set()

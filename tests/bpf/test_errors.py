@@ -24,13 +24,20 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
 """
 
 
-def run_bpftop(*args: str, env: dict[str, str] | None = None, user: str | None = None,
-               timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_bpftop(
+    *args: str, env: dict[str, str] | None = None, user: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     cmd = [str(BPFTOP), *args]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
@@ -55,8 +62,11 @@ def sleeper():
 def test_no_such_pid() -> None:
     gone = subprocess.Popen(["true"])
     gone.wait()
-    assert_one_line_error(run_bpftop("record", "-p", str(gone.pid), "-o", "/tmp/x.folded"),
-                          3, f"no process with pid {gone.pid}")
+    assert_one_line_error(
+        run_bpftop("record", "-p", str(gone.pid), "-o", "/tmp/x.folded"),
+        3,
+        f"no process with pid {gone.pid}",
+    )
     assert_one_line_error(run_bpftop("-p", str(gone.pid)), 3, "no process")
 
 
@@ -67,25 +77,42 @@ def test_bad_arguments(sleeper: int) -> None:
 
 
 def test_not_root(sleeper: int) -> None:
-    result = run_bpftop("record", "-p", str(sleeper), "-o", "/tmp/bpftop-nobody.folded",
-                        user="65534")
+    result = run_bpftop(
+        "record", "-p", str(sleeper), "-o", "/tmp/bpftop-nobody.folded", user="65534"
+    )
     assert_one_line_error(result, 77, "root", "sudo")
 
 
 def test_bcc_not_importable(sleeper: int, tmp_path: Path) -> None:
     fake = tmp_path / "bcc"
     fake.mkdir()
-    (fake / "__init__.py").write_text("raise ImportError('libbcc.so.0: cannot open shared object')\n")
-    result = run_bpftop("record", "-p", str(sleeper), "-o", str(tmp_path / "o.folded"),
-                        env={"PYTHONPATH": str(tmp_path)})
+    (fake / "__init__.py").write_text(
+        "raise ImportError('libbcc.so.0: cannot open shared object')\n"
+    )
+    result = run_bpftop(
+        "record",
+        "-p",
+        str(sleeper),
+        "-o",
+        str(tmp_path / "o.folded"),
+        env={"PYTHONPATH": str(tmp_path)},
+    )
     assert_one_line_error(result, 4, "BCC", "python3-bpfcc")
 
 
 def test_program_rejected_by_verifier(sleeper: int, tmp_path: Path) -> None:
     bad = tmp_path / "bad.bpf.c"
     bad.write_text(BAD_PROGRAM)
-    result = run_bpftop("record", "-p", str(sleeper), "-o", str(tmp_path / "o.folded"), "-d", "1",
-                        env={"BPFTOP_BPF_SOURCE": str(bad)})
+    result = run_bpftop(
+        "record",
+        "-p",
+        str(sleeper),
+        "-o",
+        str(tmp_path / "o.folded"),
+        "-d",
+        "1",
+        env={"BPFTOP_BPF_SOURCE": str(bad)},
+    )
     line = assert_one_line_error(result, 5, "rejected")
     assert "invalid mem access" in line or "map_value_or_null" in line, line
     assert not (tmp_path / "o.folded").exists()
@@ -102,8 +129,19 @@ def test_output_vanishes_during_recording_rescues_data(workloads: Path, tmp_path
     outdir.mkdir()
     try:
         proc = subprocess.Popen(
-            [str(BPFTOP), "record", "-p", str(target.pid), "-o", str(outdir / "o.folded"), "-d", "5"],
-            stderr=subprocess.PIPE, text=True)
+            [
+                str(BPFTOP),
+                "record",
+                "-p",
+                str(target.pid),
+                "-o",
+                str(outdir / "o.folded"),
+                "-d",
+                "5",
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1)
         shutil.rmtree(outdir)
         _, stderr = proc.communicate(timeout=60)

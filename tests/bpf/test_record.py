@@ -10,7 +10,9 @@ from pathlib import Path
 from tests.conftest import BPFTOP
 
 
-def record(pid: int, out: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def record(
+    pid: int, out: Path, *extra: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BPFTOP), "record", "-p", str(pid), "-o", str(out), *extra],
         capture_output=True,

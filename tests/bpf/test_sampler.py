@@ -85,4 +85,6 @@ def test_exit_event_of_the_main_thread(workloads: Path) -> None:
         target.wait()
         time.sleep(0.1)
         tick = sampler.drain()
-    assert any(e.tgid == target.pid and e.tid == target.pid and e.comm == "split" for e in tick.exits)
+    assert any(
+        e.tgid == target.pid and e.tid == target.pid and e.comm == "split" for e in tick.exits
+    )

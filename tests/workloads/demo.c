@@ -1,7 +1,8 @@
 /* The demo workload: a toy "server" with a known hot path, plus a background
- * thread. Shares of CPU on the main thread: handle_request -> hash_payload
- * (~55%), parse_headers (~25%), render_response (~10%), log_line -> write(2)
- * (kernel time); the "compressor" thread spins in compress_block.
+ * thread. The main thread spends most of its time in
+ * serve -> handle_request -> hash_payload (-> mix_round), then parse_headers
+ * and render_response, and some in the kernel through log_line -> write(2);
+ * the "compressor" thread spins briefly in compress_block and sleeps.
  * Usage: demo [SECONDS] */
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,0 +1,205 @@
+"""One ELF file's symbol index: PT_LOAD segments and sorted function starts.
+
+Owns :class:`ElfIndex` (built once per file with pyelftools; looked up with
+``bisect``) and :class:`ElfError` (what a broken or unreadable file becomes).
+Maps a file offset to an ELF virtual address through the PT_LOAD segment that
+contains it (DESIGN §5) and an ELF virtual address to ``(function, offset)``.
+Symbols come from ``.symtab``, or ``.dynsym`` when ``.symtab`` is missing or
+holds no functions. Nothing here raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from elftools.elf.elffile import ELFFile
+
+from bpftop.symbols.addresses import ElfVaddr, FileOffset
+from bpftop.symbols.frame import Unresolved
+
+STT_FUNC = 2
+STT_GNU_IFUNC = 10
+SHN_UNDEF = 0
+STB_GLOBAL = 1
+STB_WEAK = 2
+# How many earlier symbols to try when the nearest one is sized and ends
+# before the address (a small symbol nested inside a bigger one).
+NESTED_LOOKBACK = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ElfError:
+    """Why an ELF file gave no index."""
+
+    reason: Unresolved
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSegment:
+    """One PT_LOAD program header."""
+
+    offset: int
+    filesz: int
+    vaddr: int
+    memsz: int
+
+    def vaddr_of(self, file_offset: FileOffset) -> ElfVaddr | None:
+        """The ELF virtual address of ``file_offset`` if this segment holds it."""
+        if self.offset <= file_offset < self.offset + max(self.filesz, 1):
+            return ElfVaddr(file_offset - self.offset + self.vaddr)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Symbol:
+    start: int
+    size: int
+    name: str
+    rank: tuple[bool, bool, int]
+
+
+class ElfIndex:
+    """Function starts of one ELF file, sorted, with sizes and names."""
+
+    __slots__ = ("_names", "_sizes", "_starts", "segments", "source")
+
+    def __init__(self, segments: tuple[LoadSegment, ...], symbols: list[_Symbol], source: str):
+        self.segments = segments
+        self.source = source
+        chosen = _dedupe(symbols)
+        self._starts: list[int] = [s.start for s in chosen]
+        self._sizes: list[int] = [s.size for s in chosen]
+        self._names: list[str] = [s.name for s in chosen]
+
+    @property
+    def has_symbols(self) -> bool:
+        return bool(self._starts)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def functions(self) -> Iterator[tuple[str, int, int]]:
+        """Every indexed function as ``(name, start, size)``, by start."""
+        return zip(self._names, self._starts, self._sizes, strict=True)
+
+    def vaddr_for_offset(self, file_offset: FileOffset) -> ElfVaddr | None:
+        """The ELF virtual address of a file offset, via its PT_LOAD segment."""
+        for segment in self.segments:
+            vaddr = segment.vaddr_of(file_offset)
+            if vaddr is not None:
+                return vaddr
+        return None
+
+    def lookup(self, vaddr: ElfVaddr) -> tuple[str, int] | None:
+        """``(function, offset from its start)`` for an ELF vaddr, or None."""
+        index = bisect.bisect_right(self._starts, vaddr) - 1
+        if index < 0:
+            return None
+        if self._sizes[index] == 0 or vaddr < self._starts[index] + self._sizes[index]:
+            return self._names[index], vaddr - self._starts[index]
+        for back in range(index - 1, max(index - 1 - NESTED_LOOKBACK, -1), -1):
+            start, size = self._starts[back], self._sizes[back]
+            if size and vaddr < start + size:
+                return self._names[back], vaddr - start
+        return None
+
+    def lookup_offset(self, file_offset: FileOffset) -> tuple[str, int] | None:
+        """Like :meth:`lookup` for a file offset."""
+        vaddr = self.vaddr_for_offset(file_offset)
+        return None if vaddr is None else self.lookup(vaddr)
+
+    @classmethod
+    def from_stream(cls, stream: IO[bytes]) -> ElfIndex | ElfError:
+        """Index an open ELF file; a bad file gives an :class:`ElfError`."""
+        try:
+            elf = ELFFile(stream)
+            segments = _load_segments(elf)
+            for section_type in ("SHT_SYMTAB", "SHT_DYNSYM"):
+                symbols = _functions(elf, section_type)
+                if symbols:
+                    return cls(segments, symbols, section_type)
+            return cls(segments, [], "none")
+        except Exception as exc:  # pyelftools raises many kinds on bad input
+            return ElfError(Unresolved.FILE_UNREADABLE, f"bad ELF: {type(exc).__name__}: {exc}")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ElfIndex | ElfError:
+        return cls.from_stream(io.BytesIO(data))
+
+    @classmethod
+    def load(cls, path: str) -> ElfIndex | ElfError:
+        try:
+            with open(path, "rb") as stream:
+                return cls.from_stream(stream)
+        except OSError as exc:
+            return ElfError(Unresolved.FILE_UNREADABLE, f"{path}: {exc.strerror}")
+
+
+def _load_segments(elf: Any) -> tuple[LoadSegment, ...]:
+    segments = []
+    for segment in elf.iter_segments():
+        header = segment.header
+        if header["p_type"] == "PT_LOAD":
+            segments.append(
+                LoadSegment(
+                    int(header["p_offset"]),
+                    int(header["p_filesz"]),
+                    int(header["p_vaddr"]),
+                    int(header["p_memsz"]),
+                )
+            )
+    return tuple(segments)
+
+
+def _symbol_format(elf: Any) -> struct.Struct:
+    endian = "<" if elf.little_endian else ">"
+    # Fields reordered below to (name, info, shndx, value, size).
+    return struct.Struct(endian + ("IBBHQQ" if elf.elfclass == 64 else "IIIBBH"))
+
+
+def _functions(elf: Any, section_type: str) -> list[_Symbol]:
+    """Defined STT_FUNC / STT_GNU_IFUNC symbols of the first such section."""
+    section = next((s for s in elf.iter_sections() if s["sh_type"] == section_type), None)
+    if section is None:
+        return []
+    strtab = elf.get_section(section["sh_link"]).data()
+    data = section.data()
+    fmt = _symbol_format(elf)
+    entsize = int(section["sh_entsize"]) or fmt.size
+    symbols = []
+    for pos in range(0, len(data) - fmt.size + 1, entsize):
+        fields = fmt.unpack_from(data, pos)
+        if elf.elfclass == 64:
+            name_at, info, _other, shndx, value, size = fields
+        else:
+            name_at, value, size, info, _other, shndx = fields
+        if (info & 0xF) not in (STT_FUNC, STT_GNU_IFUNC) or shndx == SHN_UNDEF or value == 0:
+            continue
+        name = _cstring(strtab, name_at)
+        if name:
+            is_global = (info >> 4) in (STB_GLOBAL, STB_WEAK)
+            rank = (size > 0, is_global, -(len(name) - len(name.lstrip("_"))))
+            symbols.append(_Symbol(value, size, name, rank))
+    return symbols
+
+
+def _cstring(table: bytes, at: int) -> str:
+    end = table.find(b"\0", at)
+    raw = table[at:] if end < 0 else table[at:end]
+    return raw.decode("utf-8", "replace")
+
+
+def _dedupe(symbols: list[_Symbol]) -> list[_Symbol]:
+    """One symbol per start: prefer a sized, global, less-underscored one."""
+    best: dict[int, _Symbol] = {}
+    for symbol in symbols:
+        current = best.get(symbol.start)
+        if current is None or symbol.rank > current.rank:
+            best[symbol.start] = symbol
+    return [best[start] for start in sorted(best)]

@@ -1,0 +1,122 @@
+"""The front door of ``bpftop.symbols``: addresses in, frames out.
+
+Owns :class:`Symbolizer`, which the collector thread calls once per tick for
+new stacks. It keeps one :class:`ProcessSymbolizer` per live pid (replaced
+when the pid is recycled: processes are keyed by (pid, start time)), a shared
+:class:`ElfCache` so a library is parsed once for all processes, and the
+kernel symbol table (loaded lazily, once). Nothing here raises for bad input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+
+from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.frame import Frame
+from bpftop.symbols.kallsyms import KALLSYMS_PATH, KernelSymbols
+from bpftop.symbols.process import (
+    MIN_REREAD_INTERVAL_S,
+    PROC_ROOT,
+    ProcessSymbolizer,
+    read_start_time,
+)
+
+MAX_CACHED_KERNEL_ADDRESSES = 200_000
+
+
+class Symbolizer:
+    """Resolves user stacks per process and kernel stacks via kallsyms.
+
+    Stacks are given innermost first; every frame but the innermost is a
+    return address and is looked up at ``addr - 1`` (offsets are still
+    reported relative to the original address). Used from one thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        elf_cache: ElfCache | None = None,
+        kallsyms_path: str = KALLSYMS_PATH,
+        proc_root: str = PROC_ROOT,
+        clock: Callable[[], float] = time.monotonic,
+        min_reread_interval_s: float = MIN_REREAD_INTERVAL_S,
+    ) -> None:
+        self.elf_cache = elf_cache if elf_cache is not None else ElfCache()
+        self._kallsyms_path = kallsyms_path
+        self._proc_root = proc_root
+        self._clock = clock
+        self._min_reread_interval_s = min_reread_interval_s
+        self._processes: dict[int, ProcessSymbolizer] = {}
+        self._kernel: KernelSymbols | None = None
+        self._kernel_frames: dict[tuple[int, bool], Frame] = {}
+
+    def prepare(self, pid: int, *, preload: bool = False) -> ProcessSymbolizer:
+        """Read ``pid``'s maps now (call it as soon as a pid is seen).
+
+        A known process is kept while its (pid, start time) still matches or
+        it has exited; a recycled pid gets a fresh symbolizer. With
+        ``preload``, every executable mapping is indexed at once, so even a
+        process that exits soon after resolves fully.
+        """
+        current = self._processes.get(pid)
+        start_time = read_start_time(pid, self._proc_root)
+        if current is not None and (start_time is None or start_time == current.start_time):
+            return current
+        process = ProcessSymbolizer(
+            pid,
+            self.elf_cache,
+            proc_root=self._proc_root,
+            clock=self._clock,
+            min_reread_interval_s=self._min_reread_interval_s,
+        )
+        self._processes[pid] = process
+        if preload:
+            process.preload()
+        return process
+
+    def process(self, pid: int) -> ProcessSymbolizer | None:
+        """The symbolizer for ``pid`` if :meth:`prepare` made one."""
+        return self._processes.get(pid)
+
+    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        """Frames for a user stack of ``pid`` (innermost first, same order)."""
+        process = self._processes.get(pid)
+        if process is None:
+            process = self.prepare(pid)
+        return process.symbolize(addrs)
+
+    def forget(self, pid: int) -> None:
+        """Drop what is known about ``pid`` (it exited, or it exec'd)."""
+        self._processes.pop(pid, None)
+
+    @property
+    def kernel_symbols(self) -> KernelSymbols:
+        """The kernel symbol table, read on first use."""
+        if self._kernel is None:
+            self._kernel = KernelSymbols.load(self._kallsyms_path)
+        return self._kernel
+
+    @property
+    def kernel_hidden(self) -> bool:
+        """True when kernel symbols are hidden (kptr_restrict) or unreadable."""
+        return self.kernel_symbols.hidden
+
+    def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        """Frames for a kernel stack (innermost first, same order)."""
+        return tuple(self._kernel_frame(addr, i == 0) for i, addr in enumerate(addrs))
+
+    def _kernel_frame(self, addr: int, innermost: bool) -> Frame:
+        key = (addr, innermost)
+        frame = self._kernel_frames.get(key)
+        if frame is None:
+            if innermost or addr <= 0:
+                frame = self.kernel_symbols.lookup(addr)
+            else:
+                looked = self.kernel_symbols.lookup(addr - 1)
+                frame = dataclasses.replace(looked, offset=looked.offset + 1)
+            if len(self._kernel_frames) >= MAX_CACHED_KERNEL_ADDRESSES:
+                self._kernel_frames.clear()
+            self._kernel_frames[key] = frame
+        return frame

@@ -1,0 +1,103 @@
+"""Kernel symbols: fake kallsyms text, the hidden case, and the real file."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.kallsyms import KernelSymbols
+from bpftop.symbols.symbolizer import Symbolizer
+
+FAKE = """\
+ffffffff81000000 T _stext
+ffffffff81000000 t _text_local_alias
+ffffffff81001000 T do_one
+ffffffff81001080 t helper_two
+ffffffff81002000 D some_data
+ffffffff81003000 W weak_three
+ffffffff81004000 T _etext
+ffffffffc0100000 t ext4_thing\t[ext4]
+ffffffffc0100100 T ext4_other\t[ext4]
+ffffffffc0200000 t nf_hook\t[nf_tables]
+not a line
+"""
+
+HIDDEN = """\
+0000000000000000 T _stext
+0000000000000000 T do_one
+0000000000000000 t ext4_thing\t[ext4]
+"""
+
+
+def test_lookup_in_core_kernel() -> None:
+    table = KernelSymbols.from_text(FAKE)
+    assert not table.hidden
+    frame = table.lookup(0xFFFFFFFF81001010)
+    assert (frame.function, frame.module, frame.offset, frame.kernel) == (
+        "do_one", "[kernel]", 0x10, True,
+    )  # fmt: skip
+    assert table.lookup(0xFFFFFFFF81001080).function == "helper_two"
+    # data symbols are not functions: an address there still belongs to helper_two
+    assert table.lookup(0xFFFFFFFF81002010).function == "helper_two"
+    assert table.lookup(0xFFFFFFFF81003004).function == "weak_three"
+    assert table.lookup(0xFFFFFFFF81000000).function == "_stext"  # global wins
+
+
+def test_lookup_in_modules() -> None:
+    table = KernelSymbols.from_text(FAKE)
+    frame = table.lookup(0xFFFFFFFFC0100104)
+    assert (frame.function, frame.module, frame.offset) == ("ext4_other", "[ext4]", 4)
+    assert table.lookup(0xFFFFFFFFC0200001).module == "[nf_tables]"
+
+
+def test_outside_every_symbol() -> None:
+    table = KernelSymbols.from_text(FAKE)
+    below = table.lookup(0xFFFFFFFF80000000)
+    assert below.function is None and below.reason is Unresolved.UNMAPPED and below.kernel
+    far = table.lookup(0xFFFFFFFFC0200000 + (4 << 20))
+    assert far.function is None and far.reason is Unresolved.UNMAPPED
+
+
+def test_all_zero_addresses_mean_hidden() -> None:
+    table = KernelSymbols.from_text(HIDDEN)
+    assert table.hidden
+    frame = table.lookup(0xFFFFFFFF81001010)
+    assert frame.function is None and frame.reason is Unresolved.KERNEL_HIDDEN
+    assert frame.kernel and frame.offset == 0xFFFFFFFF81001010
+
+
+def test_unreadable_file_is_hidden(tmp_path) -> None:
+    table = KernelSymbols.load(str(tmp_path / "nope"))
+    assert table.hidden and table.error is not None
+    assert table.lookup(0xFFFFFFFF81000000).reason is Unresolved.KERNEL_HIDDEN
+
+
+def test_symbolizer_kernel_frames_return_address_rule(tmp_path) -> None:
+    path = tmp_path / "kallsyms"
+    path.write_text(FAKE)
+    sym = Symbolizer(kallsyms_path=str(path))
+    # innermost at do_one's start; a return address at helper_two's start
+    frames = sym.kernel_frames([0xFFFFFFFF81001000, 0xFFFFFFFF81001080, 0xFFFFFFFF81001090])
+    assert [f.function for f in frames] == ["do_one", "do_one", "helper_two"]
+    assert [f.offset for f in frames] == [0, 0x80, 0x10]
+    assert not sym.kernel_hidden
+    path.write_text(HIDDEN)  # loaded once: a later change is not seen
+    assert sym.kernel_frames([0xFFFFFFFF81001000])[0].function == "do_one"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="real kallsyms addresses need root")
+def test_real_kallsyms_resolves_a_known_symbol() -> None:
+    with open("/proc/kallsyms") as f:
+        rows = [line.split() for line in f]
+    wanted = {"do_sys_openat2", "vfs_read", "schedule", "do_syscall_64"}
+    found = [(int(r[0], 16), r[2]) for r in rows if len(r) >= 3 and r[2] in wanted]
+    found = [(addr, name) for addr, name in found if addr]
+    assert found, "none of the expected kernel functions in /proc/kallsyms"
+    table = KernelSymbols.load()
+    assert not table.hidden and len(table) > 1000
+    for addr, name in found:
+        assert table.lookup(addr).function == name
+        inside = table.lookup(addr + 1)
+        assert (inside.function, inside.offset, inside.module) == (name, 1, "[kernel]")

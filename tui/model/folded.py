@@ -1,0 +1,107 @@
+"""Folded stacks: the one-line-per-stack text format flame-graph tools read.
+
+A line is ``process;outermost;...;leaf COUNT``. Kernel frames carry a
+``_[k]`` suffix (the convention of BCC's ``profile -a``). Labels are
+sanitized so every line written parses back: ``;`` becomes ``:`` and line
+breaks become spaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from bpftop.bpf.errors import OutputError
+from bpftop.tui.model.snapshot import CallNode
+
+KERNEL_SUFFIX = "_[k]"
+
+_SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
+
+
+def folded_label(node: CallNode) -> str:
+    """The frame as it appears between semicolons."""
+    label = node.label.translate(_SANITIZE) or "[unknown]"
+    return label + KERNEL_SUFFIX if node.kernel else label
+
+
+def folded_lines(tree: CallNode) -> Iterator[str]:
+    """One line per node with self samples; the synthetic root is not written."""
+    stack: list[tuple[CallNode, tuple[str, ...]]] = [
+        (child, (folded_label(child),)) for child in reversed(tree.children)
+    ]
+    while stack:
+        node, path = stack.pop()
+        if node.self_count > 0:
+            yield f"{';'.join(path)} {node.self_count}"
+        for child in reversed(node.children):
+            stack.append((child, (*path, folded_label(child))))
+
+
+class FoldedStacks(dict[tuple[str, ...], int]):
+    """Stacks read from folded text; ``skipped`` counts lines that did not parse."""
+
+    skipped: int = 0
+
+
+def read_folded(text: str) -> FoldedStacks:
+    """Parse folded text; equal stacks are summed, bad lines counted and skipped."""
+    result = FoldedStacks()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        stack, _, count_text = line.rpartition(" ")
+        try:
+            count = int(count_text)
+        except ValueError:
+            count = -1
+        if not stack or count < 0:
+            result.skipped += 1
+            continue
+        frames = tuple(stack.split(";"))
+        result[frames] = result.get(frames, 0) + count
+    return result
+
+
+def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
+    """Write ``tree`` as folded stacks to ``path`` atomically; return the line count.
+
+    Raises ``OutputError`` when the file cannot be written; then nothing
+    (not even a partial temp file) is left behind.
+    """
+    target = Path(path)
+    directory = target.parent
+    tmp_name: str | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=directory or Path(".")
+        )
+        lines = 0
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            for line in folded_lines(tree):
+                out.write(line + "\n")
+                lines += 1
+        os.chmod(tmp_name, 0o666 & ~_umask())
+        os.replace(tmp_name, target)
+        tmp_name = None
+        return lines
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise OutputError(
+            f"cannot write {target}: {reason}",
+            "choose a writable file or directory for the output",
+        ) from err
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
