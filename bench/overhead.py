@@ -5,7 +5,7 @@ samples it at each frequency, alternating the runs, and reports the median
 ratio of wall time (and of the target's CPU time). The target starts stopped
 and is continued only once sampling is live, so every run is fully sampled.
 
-    sudo .venv/bin/python -m bench.overhead [--rounds 4000] [--runs 7]
+    sudo .venv/bin/python -m bench.overhead [--rounds 180000] [--runs 7]
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def run_once(rounds: int, hz: int | None) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=4000)
+    parser.add_argument("--rounds", type=int, default=180_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--hz", type=int, nargs="+", default=[99, 999])
     args = parser.parse_args()

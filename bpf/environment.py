@@ -37,9 +37,7 @@ class HeaderChoice:
     def note(self) -> str:
         if not self.fallback:
             return ""
-        return (
-            f"kernel {platform.release()} has no headers; using fallback headers from {self.path}"
-        )
+        return f"no headers for kernel {platform.release()}: compiled with {self.path.name} headers"
 
 
 def check_privileges() -> None:

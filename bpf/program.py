@@ -61,6 +61,11 @@ class CpuSampler:
         return f"profile:hz:{self.sample_hz}"
 
     @property
+    def loaded(self) -> bool:
+        """True from a successful load() until close()."""
+        return self._bpf is not None
+
+    @property
     def generation(self) -> int:
         """The generation (0/1) of maps the kernel is filling right now."""
         return self._gen

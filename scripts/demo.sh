@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 build/workloads/demo &
 demo=$!
-trap 'kill $demo 2>/dev/null || true' EXIT
+trap 'kill $demo 2>/dev/null; wait $demo 2>/dev/null || true' EXIT
 if [ "$(id -u)" -eq 0 ]; then
     .venv/bin/bpftop -p "$demo" "$@"
 else

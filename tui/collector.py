@@ -23,6 +23,9 @@ from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 
+# Distinct address stacks remembered with their frames (every IP in a hot loop
+# makes a new one, so this is bounded; the symbolizer caches per address).
+MAX_CACHED_STACKS = 50_000
 MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STACK_UNREADABLE)
 
 
@@ -33,7 +36,6 @@ class Sampler(Protocol):
 
     @property
     def probe(self) -> str: ...
-
 
     def load(self) -> None: ...
     def set_targets(self, pids: Sequence[int]) -> None: ...
@@ -105,7 +107,7 @@ class Collector:
             deadline += self.interval_s
             tick = self._sampler.drain()
             self._absorb(tick)
-            if self._process.exited(tick):
+            if self._process.exited():
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return
             self._post(Phase.SAMPLING)
@@ -126,6 +128,8 @@ class Collector:
             kernel = self._symbolizer.kernel_frames(sample.kernel_stack)
             head = (MISSING_USER_STACK,) if sample.user_error else ()
             frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
+            if len(self._stacks) >= MAX_CACHED_STACKS:
+                self._stacks.clear()  # cheap to rebuild from the per-address caches
             self._stacks[key] = frames
         return frames
 
@@ -192,7 +196,7 @@ class _ProcessWatch:
         self._last = ProcessInfo(pid, self.name, self._cmdline, 0.0, 0, 0, True)
         self._proc.cpu_percent()  # prime: the first call always returns 0.0
 
-    def exited(self, tick: RawTick) -> bool:
+    def exited(self) -> bool:
         """True once the process is gone (a zombie counts as gone).
 
         An exit event of the main thread alone does not decide it (a main

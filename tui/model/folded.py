@@ -77,15 +77,13 @@ def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
     directory = target.parent
     tmp_name: str | None = None
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=directory or Path(".")
-        )
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         lines = 0
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             for line in folded_lines(tree):
                 out.write(line + "\n")
                 lines += 1
-        os.chmod(tmp_name, 0o666 & ~_umask())
+        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; folded files are not secret
         os.replace(tmp_name, target)
         tmp_name = None
         return lines
@@ -99,9 +97,3 @@ def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

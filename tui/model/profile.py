@@ -48,8 +48,9 @@ class _Node:
         """The immutable copy; rebuilt only along paths that changed."""
         if self.frozen is not None:
             return self.frozen
-        kids = [child.freeze() for child in self.children.values()]
-        kids.sort(key=_child_order)
+        kids = [child.frozen or child.freeze() for child in self.children.values()]
+        if len(kids) > 1:
+            kids.sort(key=_child_order)
         self.frozen = CallNode(
             label=self.label,
             module=self.module,

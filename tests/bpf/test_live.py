@@ -1,0 +1,47 @@
+"""The live view on a real process: the real collector feeding the real app."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from bpftop.bpf.program import CpuSampler
+from bpftop.tui.app import BpftopApp
+from bpftop.tui.collector import Collector
+from bpftop.tui.model.snapshot import Phase, Snapshot
+
+
+async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s: float) -> Snapshot:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        if app.shown is not None and check(app.shown):
+            return app.shown
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out; last shown: {app.shown and app.shown.phase}")
+
+
+async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads: Path) -> None:
+    target = subprocess.Popen([str(workloads / "split"), "6"])
+    sampler = CpuSampler(199)
+    app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5))
+    try:
+        async with app.run_test(size=(120, 36)):
+            first = await wait_for(app, lambda s: True, 5)
+            assert first.phase is Phase.COMPILING, "the window says so before BCC compiles"
+            live = await wait_for(app, lambda s: any(h.label == "hot_a" for h in s.hot), 20)
+            assert live.hot[0].label == "hot_a" and live.process is not None
+            assert live.process.name == "split" and live.process.alive
+            assert live.stats.total_samples > 0 and live.stats.probe == "profile:hz:199"
+            target.wait(timeout=20)
+            done = await wait_for(app, lambda s: s.phase is Phase.EXITED, 10)
+            assert done.process is not None and not done.process.alive
+            assert done.stats.total_samples >= live.stats.total_samples
+            assert any(h.label == "hot_a" for h in done.hot), "what was collected stays"
+            assert app.error is None
+    finally:
+        target.kill()
+        target.wait()
+    assert not sampler.loaded, "leaving the app detached every probe"

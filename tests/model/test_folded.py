@@ -1,0 +1,100 @@
+"""Folded-stack output: format, sanitizing, round trip, atomic writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bpftop.bpf.errors import OutputError
+from bpftop.symbols.frame import Frame
+from bpftop.tui.demo_fixture import demo_profile
+from bpftop.tui.model.folded import folded_lines, read_folded, write_folded
+from bpftop.tui.model.profile import Profile
+
+
+def u(name: str) -> Frame:
+    return Frame(name, "/bin/app", 0)
+
+
+def k(name: str) -> Frame:
+    return Frame(name, "[kernel]", 0, kernel=True)
+
+
+def test_lines_per_leaf_with_kernel_suffix() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("a")], 3)
+    p.add("app", [u("main"), u("write"), k("do_syscall_64"), k("vfs_write")], 2)
+    p.add("app", [u("main")], 1)
+    assert sorted(folded_lines(p.tree())) == [
+        "app;main 1",
+        "app;main;a 3",
+        "app;main;write;do_syscall_64_[k];vfs_write_[k] 2",
+    ]
+
+
+def test_unresolved_frames_use_module_offset_label() -> None:
+    p = Profile()
+    p.add("app", [u("main"), Frame(None, "/usr/lib/libz.so.1", 0x1A2B)], 1)
+    assert list(folded_lines(p.tree())) == ["app;main;libz.so.1+0x1a2b 1"]
+
+
+def test_labels_are_sanitized_so_lines_parse() -> None:
+    p = Profile()
+    p.add("my;proc", [u("ns::f;g"), u("line\nbreak"), u("with space")], 4)
+    lines = list(folded_lines(p.tree()))
+    assert lines == ["my:proc;ns::f:g;line break;with space 4"]
+    parsed = read_folded("\n".join(lines))
+    assert parsed == {("my:proc", "ns::f:g", "line break", "with space"): 4}
+    assert parsed.skipped == 0
+
+
+def test_round_trip_through_read_folded() -> None:
+    tree = demo_profile().tree()
+    text = "\n".join(folded_lines(tree)) + "\n"
+    parsed = read_folded(text)
+    assert sum(parsed.values()) == tree.total_count
+    assert len(parsed) == len(list(folded_lines(tree)))
+    assert parsed.skipped == 0
+    rebuilt = Profile()
+    for stack, count in parsed.items():
+        rebuilt.add(stack[0], [Frame(label, "", 0) for label in stack[1:]], count)
+    assert set(folded_lines(rebuilt.tree())) == set(folded_lines(tree))
+
+
+def test_read_folded_counts_bad_lines_and_sums_duplicates() -> None:
+    parsed = read_folded("a;b 2\nno-count\na;b 3\n\nx;y -1\nz notanumber\n c 1\n")
+    assert parsed == {("a", "b"): 5, ("c",): 1}
+    assert parsed.skipped == 3
+
+
+def test_write_folded_writes_atomically(tmp_path: Path) -> None:
+    tree = demo_profile().tree()
+    target = tmp_path / "out.folded"
+    target.write_text("old content\n")
+    n = write_folded(tree, target)
+    text = target.read_text()
+    assert text == "".join(line + "\n" for line in folded_lines(tree))
+    assert n == len(text.splitlines())
+    assert [p.name for p in tmp_path.iterdir()] == ["out.folded"]
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("where", ["missing-dir", "under-a-file", "is-a-dir"])
+def test_write_folded_unwritable_raises_output_error(tmp_path: Path, where: str) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    (tmp_path / "adir").mkdir()
+    target = {
+        "missing-dir": tmp_path / "nope" / "out.folded",
+        "under-a-file": blocker / "out.folded",
+        "is-a-dir": tmp_path / "adir",
+    }[where]
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(OutputError) as info:
+        write_folded(demo_profile().tree(), target)
+    assert str(target) in str(info.value)
+    assert "\n" not in str(info.value)
+    assert info.value.exit_code == 6
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert after == before

@@ -1,0 +1,172 @@
+"""Unit tests of the call-tree / hot-function model."""
+
+from __future__ import annotations
+
+import time
+
+from bpftop.symbols.frame import Frame
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode, HotFunction
+
+
+def u(name: str, module: str = "/bin/app") -> Frame:
+    return Frame(name, module, 0)
+
+
+def k(name: str) -> Frame:
+    return Frame(name, "[kernel]", 0, kernel=True)
+
+
+def child(node: CallNode, label: str) -> CallNode:
+    matches = [c for c in node.children if c.label == label]
+    assert len(matches) == 1, (label, [c.label for c in node.children])
+    return matches[0]
+
+
+def walk(node: CallNode, *labels: str) -> CallNode:
+    for label in labels:
+        node = child(node, label)
+    return node
+
+
+def hot_by_label(profile: Profile) -> dict[str, HotFunction]:
+    return {fn.label: fn for fn in profile.hot_functions()}
+
+
+def test_self_and_total_counts() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("a")], 3)
+    p.add("app", [u("main"), u("b")], 2)
+    p.add("app", [u("main")], 1)
+    tree = p.tree()
+    assert p.total_samples == 6
+    assert tree.label == "all" and tree.total_count == 6 and tree.self_count == 0
+    main = walk(tree, "app", "main")
+    assert (main.self_count, main.total_count) == (1, 6)
+    assert (child(main, "a").self_count, child(main, "a").total_count) == (3, 3)
+    hot = hot_by_label(p)
+    assert (hot["main"].self_count, hot["main"].total_count) == (1, 6)
+    assert (hot["b"].self_count, hot["b"].total_count) == (2, 2)
+
+
+def test_recursion_counted_once_in_total() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("rec"), u("rec"), u("rec"), u("leaf")], 5)
+    p.add("app", [u("main"), u("rec")], 2)
+    hot = hot_by_label(p)
+    assert hot["rec"].total_count == 7
+    assert hot["rec"].self_count == 2
+    assert hot["main"].total_count == 7
+    # the tree keeps the recursion as nested nodes
+    inner = walk(p.tree(), "app", "main", "rec", "rec", "rec")
+    assert inner.total_count == 5
+
+
+def test_same_function_in_different_modules_or_kernel_are_distinct() -> None:
+    p = Profile()
+    p.add("app", [u("f", "/bin/a"), u("f", "/bin/b"), k("f")], 1)
+    hot = p.hot_functions()
+    assert {(h.label, h.module, h.kernel) for h in hot} == {
+        ("f", "/bin/a", False),
+        ("f", "/bin/b", False),
+        ("f", "[kernel]", True),
+    }
+
+
+def test_children_sorted_by_total_then_label() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("b")], 2)
+    p.add("app", [u("main"), u("c")], 5)
+    p.add("app", [u("main"), u("a")], 2)
+    main = walk(p.tree(), "app", "main")
+    assert [c.label for c in main.children] == ["c", "a", "b"]
+
+
+def test_hot_functions_sorted_by_self_then_total_then_label() -> None:
+    p = Profile()
+    p.add("app", [u("x"), u("b")], 4)
+    p.add("app", [u("y"), u("a")], 4)
+    p.add("app", [u("z")], 4)
+    p.add("app", [u("z"), u("q")], 1)
+    labels = [h.label for h in p.hot_functions()]
+    assert labels[:3] == ["z", "a", "b"]  # z: self 4 total 5 beats a/b: self 4 total 4
+    assert labels[3:] == ["q", "x", "y"]
+    assert [h.label for h in p.hot_functions(limit=2)] == ["z", "a"]
+
+
+def test_processes_are_top_level_and_keys_identify_nodes() -> None:
+    p = Profile()
+    p.add("one", [u("main")], 1)
+    p.add("two", [u("main")], 3)
+    tree = p.tree()
+    assert [c.label for c in tree.children] == ["two", "one"]
+    assert tree.children[0].key == ("two", "", False)
+    assert tree.children[0].children[0].key == ("main", "/bin/app", False)
+
+
+def test_kernel_frames_follow_user_frames() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("write"), k("do_syscall_64"), k("vfs_write")], 1)
+    leaf = walk(p.tree(), "app", "main", "write", "do_syscall_64", "vfs_write")
+    assert leaf.kernel and leaf.self_count == 1
+
+
+def test_empty_stack_counts_on_process_node() -> None:
+    p = Profile()
+    p.add("app", [], 2)
+    app = walk(p.tree(), "app")
+    assert (app.self_count, app.total_count) == (2, 2)
+    assert p.hot_functions() == ()
+
+
+def test_reset_forgets_everything() -> None:
+    p = Profile()
+    p.add("app", [u("main")], 3)
+    p.reset()
+    assert p.total_samples == 0
+    assert p.tree() == CallNode("all")
+    assert p.hot_functions() == ()
+
+
+def test_tree_is_immutable_snapshot_and_unchanged_subtrees_are_reused() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("a")], 1)
+    p.add("app", [u("main"), u("b")], 1)
+    first = p.tree()
+    p.add("app", [u("main"), u("a")], 1)
+    second = p.tree()
+    assert walk(first, "app", "main", "a").total_count == 1
+    assert walk(second, "app", "main", "a").total_count == 2
+    assert walk(first, "app", "main", "b") is walk(second, "app", "main", "b")
+    assert p.tree() is second
+
+
+def test_total_is_self_plus_children() -> None:
+    p = Profile()
+    p.add("app", [u("m"), u("a"), u("b")], 3)
+    p.add("app", [u("m"), u("a")], 2)
+    p.add("app", [u("m"), u("c")], 1)
+
+    def check(node: CallNode) -> None:
+        assert node.total_count == node.self_count + sum(c.total_count for c in node.children)
+        for c in node.children:
+            check(c)
+
+    check(p.tree())
+
+
+def test_freezing_ten_thousand_nodes_is_fast() -> None:
+    p = Profile()
+    frames = [[u(f"f{i}"), u(f"g{i % 100}"), u(f"h{i}")] for i in range(3400)]
+    for stack in frames:
+        p.add("app", stack, 1)
+    start = time.perf_counter()
+    tree = p.tree()
+    full_s = time.perf_counter() - start
+    assert tree.total_count == 3400
+    p.add("app", frames[0], 1)  # one new sample: only its path is rebuilt
+    start = time.perf_counter()
+    p.tree()
+    incremental_s = time.perf_counter() - start
+    assert full_s < 0.2  # ~10k nodes; generous bound for slow CI
+    assert incremental_s < full_s

@@ -1,0 +1,112 @@
+"""Where the app's snapshots come from: the ``SnapshotSource`` protocol and a fake.
+
+A real source (the collector) runs a background thread and calls
+``on_snapshot`` / ``on_error`` from it. ``FakeSource`` lets tests and the
+screenshot script decide exactly which snapshot arrives when. No Textual here.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from bpftop.bpf.errors import BpftopError
+from bpftop.tui.model.snapshot import Snapshot
+
+SnapshotCallback = Callable[[Snapshot], None]
+ErrorCallback = Callable[[BpftopError], None]
+
+
+class SnapshotSource(Protocol):
+    """Produces snapshots on a background thread until stopped."""
+
+    def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
+        """Start the background thread; the callbacks are called from it."""
+        ...
+
+    def stop(self) -> None:
+        """Stop, join the thread and release kernel resources; idempotent."""
+        ...
+
+
+class FakeSource:
+    """Replays snapshots on demand.
+
+    ``snapshots`` are delivered on ``start``; ``push`` and ``fail`` deliver
+    more later. With ``threaded=False`` (the default) delivery happens in the
+    calling thread, so tests are deterministic; with ``threaded=True`` a
+    worker thread delivers, as a real source would (``drain`` waits for it).
+    """
+
+    def __init__(self, snapshots: Sequence[Snapshot] = (), *, threaded: bool = False) -> None:
+        self._initial = tuple(snapshots)
+        self._threaded = threaded
+        self._on_snapshot: SnapshotCallback | None = None
+        self._on_error: ErrorCallback | None = None
+        self._queue: queue.Queue[Snapshot | BpftopError | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self.started = False
+        self.stopped = False
+        self.stop_calls = 0
+
+    def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
+        self._on_snapshot = on_snapshot
+        self._on_error = on_error
+        self.started = True
+        if self._threaded:
+            self._thread = threading.Thread(target=self._run, name="fake-source", daemon=True)
+            self._thread.start()
+        for snapshot in self._initial:
+            self.push(snapshot)
+
+    def push(self, snapshot: Snapshot) -> None:
+        """Deliver one snapshot (ignored before ``start`` or after ``stop``)."""
+        self._deliver(snapshot)
+
+    def fail(self, error: BpftopError) -> None:
+        """Report an error as the collector would."""
+        self._deliver(error)
+
+    def drain(self, timeout_s: float = 5.0) -> None:
+        """Wait until the worker thread has delivered everything pushed."""
+        deadline = time.monotonic() + timeout_s
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def stop(self) -> None:
+        self.stop_calls += 1
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _deliver(self, item: Snapshot | BpftopError) -> None:
+        if not self.started or self.stopped:
+            return
+        if self._threaded:
+            self._queue.put(item)
+        else:
+            self._dispatch(item)
+
+    def _dispatch(self, item: Snapshot | BpftopError) -> None:
+        if isinstance(item, BpftopError):
+            if self._on_error is not None:
+                self._on_error(item)
+        elif self._on_snapshot is not None:
+            self._on_snapshot(item)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                self._dispatch(item)
+            finally:
+                self._queue.task_done()
