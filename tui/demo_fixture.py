@@ -68,7 +68,7 @@ def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING) -> Snapshot:
     profile = demo_profile()
     total = profile.total_samples
     stats = CollectionStats(
-        probe="cpu-clock @ 99 Hz",
+        probe="profile:hz:99",
         elapsed_s=47.0,
         total_samples=total,
         samples_per_s=198.0,

@@ -31,7 +31,7 @@ def snapshot_of(
     profile = Profile()
     for names, count in stacks:
         profile.add("small", [f(n) for n in names], count)
-    stats = CollectionStats(probe="cpu-clock", total_samples=profile.total_samples)
+    stats = CollectionStats(probe="profile:hz:99", total_samples=profile.total_samples)
     return Snapshot(
         seq=seq,
         phase=phase,
