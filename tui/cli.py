@@ -98,6 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug of ours: still one line (BPFTOP_DEBUG=1 shows the traceback)
+        if os.environ.get("BPFTOP_DEBUG"):
+            raise
+        print(
+            f"bpftop: internal error: {exc!r} (please report it; BPFTOP_DEBUG=1 shows where)",
+            file=sys.stderr,
+        )
+        return 70
 
 
 def _check(args: argparse.Namespace) -> CpuSampler | None:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import psutil
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.errors import BpftopError, NoSuchProcessError
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.symbols.symbolizer import Symbolizer
@@ -190,9 +190,16 @@ class _ProcessWatch:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.gone = False
-        self._proc = psutil.Process(pid)
-        self.name = self._proc.name()
-        self._cmdline = " ".join(self._proc.cmdline()) or f"[{self.name}]"
+        try:
+            self._proc = psutil.Process(pid)
+            if self._proc.status() == psutil.STATUS_ZOMBIE:
+                raise psutil.ZombieProcess(pid)
+            self.name = self._proc.name()
+            self._cmdline = " ".join(self._proc.cmdline()) or f"[{self.name}]"
+        except psutil.Error:
+            raise NoSuchProcessError(
+                f"process {pid} has exited", "check the pid with ps or pgrep"
+            ) from None
         self._last = ProcessInfo(pid, self.name, self._cmdline, 0.0, 0, 0, True)
         self._proc.cpu_percent()  # prime: the first call always returns 0.0
 

@@ -70,6 +70,18 @@ def test_no_such_pid() -> None:
     assert_one_line_error(run_bpftop("-p", str(gone.pid)), 3, "no process")
 
 
+def test_zombie_target() -> None:
+    """A process that has exited but not been reaped yet is not a target either."""
+    zombie = subprocess.Popen(["true"])
+    try:
+        while Path(f"/proc/{zombie.pid}/stat").read_text().split()[2] != "Z":
+            time.sleep(0.01)
+        result = run_bpftop("record", "-p", str(zombie.pid), "-o", "/tmp/x.folded")
+        assert_one_line_error(result, 3, "has exited")
+    finally:
+        zombie.wait()
+
+
 def test_bad_arguments(sleeper: int) -> None:
     assert_one_line_error(run_bpftop("record", "-p", str(sleeper)), 2, "-o")
     assert_one_line_error(run_bpftop("-p", str(sleeper), "-F", "0"), 2, "frequency")
