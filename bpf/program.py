@@ -20,12 +20,14 @@ from typing import Any
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import BpfLoadError
-from bpftop.bpf.raw import Addresses, ExitEvent, RawSample, RawTick
+from bpftop.bpf.raw import Addresses, ExitEvent, MapUsage, RawSample, RawTick
+from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 EVENT_EXIT = 1  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
+_MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
 class CpuSampler:
@@ -50,6 +52,8 @@ class CpuSampler:
         self.header_note = ""
         self._bpf: Any = None
         self._sample_fn: Any = None
+        self._stats_fd: int | None = None
+        self._drained: dict[str, int] = {}
         self._gen = 0
         self._lost = 0
         self._exits: list[ExitEvent] = []
@@ -96,6 +100,7 @@ class CpuSampler:
         if failure is not None:  # the log is complete only once capturing ends
             self.close()
             raise _load_error(failure, log.text)
+        self._stats_fd = enable_run_stats()
 
     def set_targets(self, pids: Iterable[int]) -> None:
         targets = self._bpf[b"targets"]
@@ -128,7 +133,9 @@ class CpuSampler:
         time.sleep(SETTLE_S)
         counts = self._bpf[f"counts{old}".encode()]
         stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
-        samples = tuple(stacks.sample(key, int(value)) for key, value in _drain_hash(counts))
+        entries = _drain_hash(counts)
+        samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
+        self._drained = {"counts": len(entries), "stacks": stacks.distinct}
         _clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
         now = time.monotonic()
@@ -144,19 +151,46 @@ class CpuSampler:
         self._last_drain = now
         return tick
 
-    def map_usage(self) -> dict[str, tuple[int, int]]:
-        """Entries in use and max_entries of each sample/stack map, right now."""
-        usage = {}
-        for name in ("counts0", "counts1", "stacks0", "stacks1"):
-            table = self._bpf[name.encode()]
-            usage[name] = (sum(1 for _ in table), int(table.max_entries))
-        return usage
+    def entries(self, map_name: str) -> int:
+        """Entries in one map right now (walks the map: for tests and diagnostics)."""
+        return sum(1 for _ in self._bpf[map_name.encode()])
+
+    def map_usage(self) -> tuple[MapUsage, ...]:
+        """Every map of ours; sample and stack maps as of the last drain."""
+        usage = []
+        for name in ("counts", "stacks", "targets", "control", "drops", "events"):
+            table = self._bpf[(name + "0" if name in ("counts", "stacks") else name).encode()]
+            used = self._drained.get(name, 0)
+            if name == "targets":
+                used = self.entries(name)
+            elif name in ("control", "drops", "events"):
+                used = int(table.max_entries)  # arrays: every slot exists
+            usage.append(
+                MapUsage(
+                    name=name,
+                    kind=_MAP_KINDS.get(int(table.ttype), str(table.ttype)),
+                    used=used,
+                    max_entries=int(table.max_entries),
+                    key_size=ct.sizeof(table.Key),
+                    value_size=ct.sizeof(table.Leaf),
+                )
+            )
+        return tuple(usage)
+
+    def prog_stats(self) -> ProgStats:
+        """Cumulative run time and runs of all our programs (needs run stats on)."""
+        total = ProgStats()
+        for fn in self._bpf.funcs.values():
+            total += prog_stats(fn.fd)
+        return total
 
     def close(self) -> None:
         """Detach every probe and free the program; safe to call twice."""
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
             bpf.cleanup()
+        disable_run_stats(self._stats_fd)
+        self._stats_fd = None
 
     def __enter__(self) -> CpuSampler:
         return self
@@ -189,6 +223,10 @@ class _StackReader:
     def __init__(self, table: Any) -> None:
         self._table = table
         self._cache: dict[int, Addresses] = {}
+
+    @property
+    def distinct(self) -> int:
+        return len(self._cache)
 
     def read(self, stack_id: int) -> tuple[Addresses, str]:
         if stack_id < 0:

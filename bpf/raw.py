@@ -36,6 +36,22 @@ class ExitEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class MapUsage:
+    """One of bpftop's BPF maps: its type, entries in use vs max, key/value size.
+
+    For the per-tick sample and stack maps, ``used`` is what the last drained
+    generation held when it was drained (its peak for that tick).
+    """
+
+    name: str
+    kind: str
+    used: int
+    max_entries: int
+    key_size: int
+    value_size: int
+
+
+@dataclass(frozen=True, slots=True)
 class RawTick:
     """Everything drained from the kernel in one tick (deltas, not totals)."""
 

@@ -17,11 +17,12 @@ from typing import Protocol
 import psutil
 
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError
-from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.bpf.raw import MapUsage, RawSample, RawTick
+from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.snapshot import CollectionStats, Overhead, Phase, ProcessInfo, Snapshot
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
 # makes a new one, so this is bounded; the symbolizer caches per address).
@@ -37,10 +38,15 @@ class Sampler(Protocol):
     @property
     def probe(self) -> str: ...
 
+    @property
+    def loaded(self) -> bool: ...
+
     def load(self) -> None: ...
     def set_targets(self, pids: Sequence[int]) -> None: ...
     def start(self) -> None: ...
     def drain(self) -> RawTick: ...
+    def map_usage(self) -> tuple[MapUsage, ...]: ...
+    def prog_stats(self) -> ProgStats: ...
     def close(self) -> None: ...
 
 
@@ -56,6 +62,7 @@ class Collector:
         self._stacks: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Frame, ...]] = {}
         self._process = _ProcessWatch(pid)
         self._stats = _Stats(sampler.probe)
+        self._overhead = _OverheadMeter()
         self._seq = 0
         self._stop = threading.Event()
         self.finished = threading.Event()
@@ -135,6 +142,7 @@ class Collector:
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
+        live = self._sampler.loaded
         snap = Snapshot(
             seq=self._seq,
             phase=phase,
@@ -143,6 +151,8 @@ class Collector:
             tree=self._profile.tree(),
             hot=self._profile.hot_functions(limit=500),
             message=message,
+            maps=self._sampler.map_usage() if live else (),
+            overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
         )
         self.last = snap
         self._on_snapshot(snap)
@@ -182,6 +192,30 @@ class _Stats:
             dropped_samples=self.dropped,
             stack_errors=tuple(sorted(self.errors.items())),
         )
+
+
+class _OverheadMeter:
+    """bpftop's own CPU % and its BPF programs' run time, per second, tick to tick."""
+
+    def __init__(self) -> None:
+        self._me = psutil.Process()
+        self._me.cpu_percent()  # prime
+        self._runs = ProgStats()
+        self._at = time.monotonic()
+        self._last = Overhead()
+
+    def measure(self, runs: ProgStats | None) -> Overhead:
+        now = time.monotonic()
+        elapsed, self._at = now - self._at, now
+        if runs is None or elapsed <= 0:
+            return self._last
+        delta, self._runs = runs - self._runs, runs
+        self._last = Overhead(
+            cpu_percent=self._me.cpu_percent(),
+            bpf_run_ns_per_s=delta.run_time_ns / elapsed,
+            bpf_runs_per_s=delta.run_count / elapsed,
+        )
+        return self._last
 
 
 class _ProcessWatch:

@@ -28,18 +28,24 @@ def test_fast_drains_lose_and_double_count_nothing(workloads: Path) -> None:
                 drains += 1
                 assert tick.lost_events == 0 and tick.dropped_samples == 0
             elapsed = time.monotonic() - started
-            usage = sampler.map_usage()
+            inactive = 1 - sampler.generation
+            left = sampler.entries(f"counts{inactive}"), sampler.entries(f"stacks{inactive}")
+            usage = {m.name: m for m in sampler.map_usage()}
+            runs = sampler.prog_stats()
     finally:
         target.kill()
         target.wait()
     expected = hz * elapsed
     assert drains > 50
     assert abs(total - expected) <= 0.05 * expected, f"{total} samples, expected ~{expected:.0f}"
-    # The inactive generation was just drained and cleared: its maps are empty.
-    # The active one holds at most the few ms since the last flip.
-    inactive = str(1 - sampler.generation)
-    assert usage[f"counts{inactive}"][0] == 0
-    assert usage[f"stacks{inactive}"][0] == 0
+    # The generation drained last was cleared: its maps are empty.
+    assert left == (0, 0)
+    assert 0 < usage["counts"].used <= usage["counts"].max_entries
+    assert usage["stacks"].kind == "stack_trace" and usage["stacks"].key_size == 4
+    assert usage["targets"].used == 1
+    # Kernel run-time stats see every sample (and a little more: other threads' hits
+    # that the tgid filter rejects also run the program).
+    assert runs.run_count >= total and runs.run_time_ns > 0
 
 
 def test_stack_maps_do_not_fill_over_many_ticks(workloads: Path) -> None:
@@ -62,7 +68,7 @@ def test_stack_maps_do_not_fill_over_many_ticks(workloads: Path) -> None:
                 tick = sampler.drain()
                 failed = sum(s.count for s in tick.samples if s.user_error)
                 rates.append((failed, tick.total_samples))
-            usage = sampler.map_usage()
+            peak_stacks = max(m.used for m in sampler.map_usage() if m.name == "stacks")
     finally:
         target.kill()
         target.wait()
@@ -73,7 +79,7 @@ def test_stack_maps_do_not_fill_over_many_ticks(workloads: Path) -> None:
     first, last = rate(rates[:20]), rate(rates[-20:])
     assert last <= 0.2, f"{last:.0%} of stack reads failed in the last 2 s"
     assert last <= first + 0.05, f"failures climbed from {first:.0%} to {last:.0%}"
-    assert max(usage[name][0] for name in ("stacks0", "stacks1")) < 512
+    assert peak_stacks < 512
 
 
 def test_exit_event_of_the_main_thread(workloads: Path) -> None:

@@ -5,6 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bpftop.bpf.raw import MapUsage
+
+__all__ = [
+    "CallNode",
+    "CollectionStats",
+    "HotFunction",
+    "MapUsage",
+    "Overhead",
+    "Phase",
+    "ProcessInfo",
+    "Snapshot",
+    "UnknownShare",
+]
+
 
 class Phase(StrEnum):
     """Where the collector is; shown in the header."""
@@ -67,6 +81,9 @@ class CallNode:
     self_count: int = 0
     total_count: int = 0
     children: tuple[CallNode, ...] = ()
+    source: str = ""  # "file.c:123" where DWARF knows it, else ""
+    inlined: bool = False  # DWARF says this frame was inlined into its caller
+    unresolved: bool = False  # the frame could not be named
 
     @property
     def key(self) -> tuple[str, str, bool]:
@@ -88,6 +105,25 @@ class HotFunction:
     kernel: bool
     self_count: int
     total_count: int
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownShare:
+    """Samples with at least one frame left unnamed for one reason."""
+
+    reason: str
+    samples: int
+    hint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What profiling costs: bpftop's own CPU and its BPF programs' run time."""
+
+    cpu_percent: float = 0.0
+    bpf_run_ns_per_s: float = 0.0
+    bpf_runs_per_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +137,6 @@ class Snapshot:
     tree: CallNode = field(default_factory=lambda: CallNode("all"))
     hot: tuple[HotFunction, ...] = ()
     message: str = ""
+    unknown: tuple[UnknownShare, ...] = ()
+    maps: tuple[MapUsage, ...] = ()
+    overhead: Overhead = field(default_factory=Overhead)

@@ -1,0 +1,62 @@
+"""Kernel BPF run-time statistics: how much CPU our programs cost.
+
+``BPF_ENABLE_STATS`` turns on per-program run time and run counts for as long
+as the returned fd stays open (so they go off again when bpftop exits, unlike
+the global ``kernel.bpf_stats_enabled`` sysctl). The numbers are read from
+``/proc/self/fdinfo/<prog fd>`` (``run_time_ns``, ``run_cnt``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+_SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(platform.machine())
+_BPF_ENABLE_STATS = 32  # enum bpf_cmd
+_BPF_STATS_RUN_TIME = 0  # enum bpf_stats_type
+
+
+@dataclass(frozen=True, slots=True)
+class ProgStats:
+    """Cumulative run time and run count of one BPF program."""
+
+    run_time_ns: int = 0
+    run_count: int = 0
+
+    def __add__(self, other: ProgStats) -> ProgStats:
+        return ProgStats(self.run_time_ns + other.run_time_ns, self.run_count + other.run_count)
+
+    def __sub__(self, other: ProgStats) -> ProgStats:
+        return ProgStats(self.run_time_ns - other.run_time_ns, self.run_count - other.run_count)
+
+
+def enable_run_stats() -> int | None:
+    """Turn run-time stats on; returns the fd that keeps them on, or None."""
+    if _SYS_BPF is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 16)(_BPF_STATS_RUN_TIME)
+    fd = int(libc.syscall(_SYS_BPF, _BPF_ENABLE_STATS, ctypes.byref(attr), ctypes.sizeof(attr)))
+    return fd if fd >= 0 else None
+
+
+def disable_run_stats(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def prog_stats(prog_fd: int) -> ProgStats:
+    """Run time and count of the program behind ``prog_fd`` (zeros if unknown)."""
+    fields: dict[str, int] = {}
+    try:
+        text = Path(f"/proc/self/fdinfo/{prog_fd}").read_text()
+    except OSError:
+        return ProgStats()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("run_time_ns", "run_cnt"):
+            fields[key] = int(value.strip())
+    return ProgStats(fields.get("run_time_ns", 0), fields.get("run_cnt", 0))
