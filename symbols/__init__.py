@@ -1,5 +1,12 @@
 """Turning addresses into frames: /proc/PID/maps normalization, ELF symbol
-tables (pyelftools) and /proc/kallsyms.
+tables (pyelftools), separate debug files, DWARF lines and inline chains, JIT
+perf maps and /proc/kallsyms.
+
+Modules: ``symbolizer`` (the front door), ``process`` (one process), ``maps``,
+``elf`` (symbol index of one file), ``elf_cache`` (in-memory, by file
+identity), ``disk_cache`` (on disk, by build-id), ``debuginfo`` (finding debug
+files), ``dwarf`` (lazy lines and inlines), ``perfmap`` (JIT), ``demangle``,
+``hints`` (what to do about an unresolved frame), ``kallsyms``, ``frame``.
 
 Nothing here imports ``bpftop.bpf`` or Textual. An address that cannot be
 resolved becomes a :class:`~bpftop.symbols.frame.Frame` with a reason, never an

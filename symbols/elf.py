@@ -5,13 +5,17 @@ Owns :class:`ElfIndex` (built once per file with pyelftools; looked up with
 Maps a file offset to an ELF virtual address through the PT_LOAD segment that
 contains it (DESIGN §5) and an ELF virtual address to ``(function, offset)``.
 Symbols come from ``.symtab``, or ``.dynsym`` when ``.symtab`` is missing or
-holds no functions. Nothing here raises for a bad file.
+holds no functions, merged with MiniDebugInfo (``.gnu_debugdata``, an
+xz-compressed ELF holding a ``.symtab``) when present. The build-id and the
+``.gnu_debuglink`` are read too, so a separate debug file can supply names
+(see :mod:`bpftop.symbols.debuginfo`). Nothing here raises for a bad file.
 """
 
 from __future__ import annotations
 
 import bisect
 import io
+import lzma
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +34,9 @@ STB_WEAK = 2
 # How many earlier symbols to try when the nearest one is sized and ends
 # before the address (a small symbol nested inside a bigger one).
 NESTED_LOOKBACK = 4
+NT_GNU_BUILD_ID = 3
+# A MiniDebugInfo blob larger than this (decompressed) is not believed.
+MAX_MINIDEBUGINFO_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +71,88 @@ class _Symbol:
     rank: tuple[bool, bool, int]
 
 
+@dataclass(frozen=True, slots=True)
+class DebugLink:
+    """The ``.gnu_debuglink`` of a stripped file: debug file name and its CRC32."""
+
+    name: str
+    crc: int
+
+
 class ElfIndex:
-    """Function starts of one ELF file, sorted, with sizes and names."""
+    """Function starts of one ELF file, sorted, with sizes and names.
 
-    __slots__ = ("_names", "_sizes", "_starts", "segments", "source")
+    ``source`` says where the names came from: ``SHT_SYMTAB``, ``SHT_DYNSYM``,
+    ``SHT_DYNSYM+minidebuginfo``, ``debug:<path>`` or ``none``.
+    """
 
-    def __init__(self, segments: tuple[LoadSegment, ...], symbols: list[_Symbol], source: str):
+    __slots__ = (
+        "_names",
+        "_sizes",
+        "_starts",
+        "build_id",
+        "debug_searched",
+        "debuglink",
+        "elf_paths",
+        "segments",
+        "source",
+    )
+
+    def __init__(
+        self,
+        segments: tuple[LoadSegment, ...],
+        symbols: list[_Symbol],
+        source: str,
+        *,
+        build_id: str | None = None,
+        debuglink: DebugLink | None = None,
+    ):
         self.segments = segments
         self.source = source
+        self.build_id = build_id
+        self.debuglink = debuglink
+        # Debug-file paths tried for this file (filled in by the cache), for hints.
+        self.debug_searched: tuple[str, ...] = ()
+        # Paths this file was opened by (set by the cache), to find its DWARF later.
+        self.elf_paths: tuple[str, ...] = ()
         chosen = _dedupe(symbols)
         self._starts: list[int] = [s.start for s in chosen]
         self._sizes: list[int] = [s.size for s in chosen]
         self._names: list[str] = [s.name for s in chosen]
+
+    @classmethod
+    def from_arrays(
+        cls,
+        segments: tuple[LoadSegment, ...],
+        arrays: tuple[list[int], list[int], list[str]],
+        source: str,
+        *,
+        build_id: str | None = None,
+        debuglink: DebugLink | None = None,
+    ) -> ElfIndex:
+        """An index from already sorted, deduplicated arrays (the disk cache)."""
+        index = cls(segments, [], source, build_id=build_id, debuglink=debuglink)
+        index._starts, index._sizes, index._names = arrays
+        return index
+
+    def arrays(self) -> tuple[list[int], list[int], list[str]]:
+        """The sorted ``(starts, sizes, names)`` arrays (shared, do not mutate)."""
+        return self._starts, self._sizes, self._names
+
+    @property
+    def has_full_symtab(self) -> bool:
+        """True when names come from a full ``.symtab`` (own or a debug file's)."""
+        return self.source == "SHT_SYMTAB" or self.source.startswith("debug:")
+
+    def with_symbols_of(self, debug: ElfIndex, source: str) -> ElfIndex:
+        """This file's segments and identity with ``debug``'s names."""
+        return ElfIndex.from_arrays(
+            self.segments,
+            debug.arrays(),
+            source,
+            build_id=self.build_id,
+            debuglink=self.debuglink,
+        )
 
     @property
     def has_symbols(self) -> bool:
@@ -120,11 +197,17 @@ class ElfIndex:
         try:
             elf = ELFFile(stream)
             segments = _load_segments(elf)
-            for section_type in ("SHT_SYMTAB", "SHT_DYNSYM"):
-                symbols = _functions(elf, section_type)
-                if symbols:
-                    return cls(segments, symbols, section_type)
-            return cls(segments, [], "none")
+            build_id, debuglink = _build_id(elf), _debuglink(elf)
+            symbols = _functions(elf, "SHT_SYMTAB")
+            source = "SHT_SYMTAB"
+            if not symbols:
+                symbols = _functions(elf, "SHT_DYNSYM")
+                source = "SHT_DYNSYM" if symbols else "none"
+                mini = _minidebuginfo(elf)
+                if mini:
+                    symbols = symbols + mini
+                    source = "minidebuginfo" if source == "none" else source + "+minidebuginfo"
+            return cls(segments, symbols, source, build_id=build_id, debuglink=debuglink)
         except Exception as exc:  # pyelftools raises many kinds on bad input
             return ElfError(Unresolved.FILE_UNREADABLE, f"bad ELF: {type(exc).__name__}: {exc}")
 
@@ -181,12 +264,55 @@ def _functions(elf: Any, section_type: str) -> list[_Symbol]:
             name_at, value, size, info, _other, shndx = fields
         if (info & 0xF) not in (STT_FUNC, STT_GNU_IFUNC) or shndx == SHN_UNDEF or value == 0:
             continue
-        name = _cstring(strtab, name_at)
+        # A versioned name (``key_setsecret@GLIBC_2.2.5``, from .symver) is
+        # shown as its plain name, as perf and nm -D show it.
+        name = _cstring(strtab, name_at).split("@", 1)[0]
         if name:
             is_global = (info >> 4) in (STB_GLOBAL, STB_WEAK)
             rank = (size > 0, is_global, -(len(name) - len(name.lstrip("_"))))
             symbols.append(_Symbol(value, size, name, rank))
     return symbols
+
+
+def _build_id(elf: Any) -> str | None:
+    """The GNU build-id as lowercase hex, or None."""
+    for section in elf.iter_sections():
+        if section["sh_type"] != "SHT_NOTE":
+            continue
+        for note in section.iter_notes():
+            if note["n_type"] == "NT_GNU_BUILD_ID" and note["n_name"] == "GNU":
+                desc = note["n_desc"]
+                return desc if isinstance(desc, str) else bytes(desc).hex()
+    return None
+
+
+def _debuglink(elf: Any) -> DebugLink | None:
+    """The ``.gnu_debuglink`` name and CRC32, or None."""
+    section = elf.get_section_by_name(".gnu_debuglink")
+    if section is None or section["sh_type"] == "SHT_NOBITS":
+        return None
+    data = section.data()
+    end = data.find(b"\0")
+    if end <= 0:
+        return None
+    crc_at = (end + 4) & ~3
+    if crc_at + 4 > len(data):
+        return None
+    (crc,) = struct.unpack_from("<I" if elf.little_endian else ">I", data, crc_at)
+    name = data[:end].decode("utf-8", "replace")
+    if "/" in name or name in (".", ".."):
+        return None  # a debuglink is a bare file name; anything else is hostile
+    return DebugLink(name, crc)
+
+
+def _minidebuginfo(elf: Any) -> list[_Symbol]:
+    """Function symbols of the xz-compressed ELF in ``.gnu_debugdata``, if any."""
+    section = elf.get_section_by_name(".gnu_debugdata")
+    if section is None or section["sh_type"] == "SHT_NOBITS":
+        return []
+    decompressor = lzma.LZMADecompressor()
+    data = decompressor.decompress(section.data(), MAX_MINIDEBUGINFO_BYTES)
+    return _functions(ELFFile(io.BytesIO(data)), "SHT_SYMTAB")
 
 
 def _cstring(table: bytes, at: int) -> str:

@@ -3,7 +3,11 @@
 Owns :class:`FileId` (st_dev, st_ino, st_size, st_mtime_ns) and
 :class:`ElfCache`, so a library mapped by many processes is parsed once, and a
 file replaced on disk (new inode or mtime) is parsed again. In-memory images
-(the vDSO) are keyed by a digest of their bytes. Used from one thread.
+(the vDSO) are keyed by a digest of their bytes. A file without a full
+``.symtab`` gets its names from its separate debug file when one is found
+(:class:`~bpftop.symbols.debuginfo.DebugFinder`). With a
+:class:`~bpftop.symbols.disk_cache.DiskCache`, indexes of files with a
+build-id are also kept on disk across runs. Used from one thread.
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from bpftop.symbols.debuginfo import DebugFinder
+from bpftop.symbols.disk_cache import DiskCache, read_build_id
+from bpftop.symbols.dwarf import DwarfIndex
 from bpftop.symbols.elf import ElfError, ElfIndex
 
 DEFAULT_MAX_FILES = 512
+DEFAULT_MAX_DWARF_FILES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +55,17 @@ Result = ElfIndex | ElfError
 class ElfCache:
     """Least-recently-used cache of parsed ELF files."""
 
-    def __init__(self, max_files: int = DEFAULT_MAX_FILES) -> None:
+    def __init__(
+        self,
+        max_files: int = DEFAULT_MAX_FILES,
+        *,
+        debug_finder: DebugFinder | None = None,
+        disk_cache: DiskCache | None = None,
+    ) -> None:
         self._max_files = max_files
+        self.disk_cache = disk_cache
+        self._dwarf: OrderedDict[tuple[str, str], DwarfIndex] = OrderedDict()
+        self.debug_finder = debug_finder if debug_finder is not None else DebugFinder()
         self._entries: OrderedDict[CacheKey, Result] = OrderedDict()
         self.parses = 0  # how many files were actually parsed (for tests, stats)
 
@@ -62,11 +79,21 @@ class ElfCache:
             self._entries.move_to_end(key)
         return result
 
-    def load(self, path: str, expected: FileId | None = None) -> Result | None:
+    def load(
+        self,
+        path: str,
+        expected: FileId | None = None,
+        *,
+        origin: str | None = None,
+        root_prefix: str = "",
+    ) -> Result | None:
         """The index of the file at ``path``, parsed at most once per identity.
 
         None when the file cannot be opened, or, with ``expected``, when its
         identity differs (another file at the same path: refused, not misread).
+        ``origin`` is the file's clean path (``path`` may be a /proc link) and
+        ``root_prefix`` the target's root (``/proc/PID/root``): both are used
+        to find a separate debug file.
         """
         try:
             with open(path, "rb") as stream:
@@ -76,10 +103,63 @@ class ElfCache:
                 cached = self.get(file_id)
                 if cached is not None:
                     return cached
+                build_id = read_build_id(stream) if self.disk_cache is not None else None
+                if build_id and self.disk_cache is not None:
+                    stored = self.disk_cache.get(build_id)
+                    if stored is not None:
+                        stored.elf_paths = _paths(path, origin, root_prefix)
+                        return self._put(file_id, stored)
                 self.parses += 1
-                return self._put(file_id, ElfIndex.from_stream(stream))
+                stream.seek(0)
+                result = ElfIndex.from_stream(stream)
         except OSError:
             return None
+        if isinstance(result, ElfIndex):
+            result.elf_paths = _paths(path, origin, root_prefix)
+            if not result.has_full_symtab:
+                result = self._with_debug_file(result, origin or path, root_prefix)
+            if build_id and self.disk_cache is not None and result.build_id == build_id:
+                self.disk_cache.put(result)
+        return self._put(file_id, result)
+
+    def _with_debug_file(self, index: ElfIndex, origin: str, root_prefix: str) -> ElfIndex:
+        """``index`` named by its separate debug file's ``.symtab``, if one is found."""
+        found, tried = self.debug_finder.find(origin, index.build_id, index.debuglink, root_prefix)
+        index.debug_searched = tried
+        if found is None:
+            return index
+        self.parses += 1
+        debug = ElfIndex.load(found)
+        if not isinstance(debug, ElfIndex) or debug.source != "SHT_SYMTAB":
+            return index
+        if index.build_id and debug.build_id and index.build_id != debug.build_id:
+            return index  # a debug file for another build: its addresses would lie
+        merged = index.with_symbols_of(debug, f"debug:{found}")
+        merged.debug_searched = tried
+        merged.elf_paths = index.elf_paths
+        return merged
+
+    def dwarf_for(self, index: ElfIndex) -> DwarfIndex | None:
+        """The DWARF of ``index``'s file (its debug file's, else its own), if any.
+
+        Opened lazily on first use and kept (bounded, least recently used).
+        """
+        paths = list(index.elf_paths)
+        if index.source.startswith("debug:"):
+            paths.insert(0, index.source.removeprefix("debug:"))
+        for path in paths:
+            key = (path, index.build_id or "")
+            dwarf = self._dwarf.get(key)
+            if dwarf is None:
+                dwarf = self._dwarf[key] = DwarfIndex(path)
+                if index.build_id and _build_id_at(path) not in (index.build_id, None):
+                    dwarf.error = "build-id differs"  # another file now at that path
+                while len(self._dwarf) > DEFAULT_MAX_DWARF_FILES:
+                    self._dwarf.popitem(last=False)[1].close()
+            self._dwarf.move_to_end(key)
+            if dwarf.has_dwarf:
+                return dwarf
+        return None
 
     def load_bytes(self, data: bytes) -> Result:
         """The index of an in-memory ELF image, parsed once per content."""
@@ -91,8 +171,26 @@ class ElfCache:
         return self._put(key, ElfIndex.from_bytes(data))
 
     def _put(self, key: CacheKey, result: Result) -> Result:
+        """Remember ``result`` under ``key``, evicting the least recently used."""
         self._entries[key] = result
         self._entries.move_to_end(key)
         while len(self._entries) > self._max_files:
             self._entries.popitem(last=False)
         return result
+
+
+def _paths(path: str, origin: str | None, root_prefix: str) -> tuple[str, ...]:
+    """Where a file can be opened again: the path used, then its clean path."""
+    paths = [path]
+    if origin and origin.startswith("/"):
+        paths += [root_prefix + origin] if root_prefix else []
+        paths.append(origin)
+    return tuple(dict.fromkeys(paths))
+
+
+def _build_id_at(path: str) -> str | None:
+    try:
+        with open(path, "rb") as stream:
+            return read_build_id(stream)
+    except OSError:
+        return None

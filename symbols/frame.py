@@ -15,6 +15,8 @@ class Unresolved(StrEnum):
     FILE_UNREADABLE = "file unreadable"
     PROCESS_GONE = "process gone"
     ANONYMOUS = "anonymous memory (JIT?)"
+    JIT_NO_PERF_MAP = "JIT region without perf map"
+    STACK_TRUNCATED = "stack truncated"
     KERNEL_HIDDEN = "kernel symbols hidden"
     STACK_UNREADABLE = "stack could not be read"
 
@@ -28,7 +30,13 @@ class Frame:
     user code), so the frame still prints as ``libfoo.so+0x1a2b``.
     When resolved, ``offset`` is the offset from the function's start.
     ``module`` is the clean path of the mapped file (``/usr/lib/.../libc.so.6``),
-    ``[kernel]``, a kernel module name, ``[vdso]``, or "" when nothing is known.
+    ``[kernel]``, a kernel module name, ``[vdso]``, ``[jit]``, or "" when
+    nothing is known.
+
+    ``function`` is the name for display (demangled); ``mangled`` keeps the
+    symbol as the file spells it when demangling changed it (for export).
+    ``inlined`` marks a frame that DWARF says was inlined into the frame that
+    follows it in the stack; ``file``/``line`` are source positions when known.
     """
 
     function: str | None
@@ -36,11 +44,27 @@ class Frame:
     offset: int
     kernel: bool = False
     reason: Unresolved | None = None
+    mangled: str | None = None
+    inlined: bool = False
+    file: str | None = None
+    line: int | None = None
 
     @property
     def module_name(self) -> str:
         """The module's basename, for display."""
         return os.path.basename(self.module) if self.module.startswith("/") else self.module
+
+    @property
+    def label_with_offset(self) -> str:
+        """:attr:`label` with ``+0xOFF`` for a named frame (perf's ``sym+off`` form)."""
+        if self.function is not None:
+            return f"{self.function}+0x{self.offset:x}"
+        return self.label
+
+    @property
+    def raw_function(self) -> str | None:
+        """The function as the symbol table spells it (mangled, for export)."""
+        return self.mangled if self.mangled is not None else self.function
 
     @property
     def label(self) -> str:

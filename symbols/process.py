@@ -14,19 +14,34 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from bpftop.symbols.addresses import Address
+from bpftop.symbols.addresses import Address, ElfVaddr
+from bpftop.symbols.demangle import display_and_mangled
+from bpftop.symbols.dwarf import DwarfIndex
 from bpftop.symbols.elf import ElfError, ElfIndex
 from bpftop.symbols.elf_cache import ElfCache, FileId
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.symbols.maps import MapEntry, ProcessMaps
+from bpftop.symbols.perfmap import PerfMap, perf_map_path, read_nspid
 
 PROC_ROOT = "/proc"
 MIN_REREAD_INTERVAL_S = 0.5
 MAX_CACHED_ADDRESSES = 200_000
 VDSO = "[vdso]"
+# Reasons that may go away on their own (a dlopen, a JIT writing its map):
+# such frames are not cached while the process lives.
+TRANSIENT_REASONS = frozenset(
+    {Unresolved.UNMAPPED, Unresolved.JIT_NO_PERF_MAP, Unresolved.ANONYMOUS}
+)
 STAT_START_TIME_FIELD = 22  # 1-based, as in proc(5)
 
 IndexResult = ElfIndex | ElfError
+SourceLine = tuple[str, int]
+
+
+def named_frame(symbol: str, module: str, offset: int) -> Frame:
+    """A resolved frame, demangled for display, keeping the mangled name."""
+    shown, mangled = display_and_mangled(symbol)
+    return Frame(shown, module, offset, mangled=mangled)
 
 
 def read_start_time(pid: int, proc_root: str = PROC_ROOT) -> int | None:
@@ -52,8 +67,10 @@ class ProcessSymbolizer:
         proc_root: str = PROC_ROOT,
         clock: Callable[[], float] = time.monotonic,
         min_reread_interval_s: float = MIN_REREAD_INTERVAL_S,
+        inline_frames: bool = True,
     ) -> None:
         self.pid = pid
+        self.inline_frames = inline_frames
         self._cache = cache
         self._proc = f"{proc_root}/{pid}"
         self._proc_root = proc_root
@@ -67,7 +84,14 @@ class ProcessSymbolizer:
         self._file_ids: dict[MapEntry, FileId] = {}
         self._indexes: dict[MapEntry, IndexResult] = {}
         self._frames: dict[tuple[int, bool], Frame] = {}
+        self._chains: dict[tuple[int, bool], tuple[Frame, ...]] = {}
+        self._lines: dict[tuple[int, bool], tuple[SourceLine | None, ...]] = {}
         self._remember_file_ids()
+        self.nspid = read_nspid(pid, proc_root)
+        self.perf_map = PerfMap(perf_map_path(pid, self.nspid, proc_root))
+        self._perf_map_read_s: float | None = None
+        if not self.gone:
+            self._refresh_perf_map()
 
     @property
     def key(self) -> tuple[int, int | None]:
@@ -79,8 +103,73 @@ class ProcessSymbolizer:
         return not self.gone and read_start_time(self.pid, self._proc_root) == self.start_time
 
     def symbolize(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
-        """Frames for a stack given innermost first, in the same order."""
-        return tuple(self.frame(addr, innermost=i == 0) for i, addr in enumerate(addrs))
+        """Frames for a stack given innermost first, in the same order.
+
+        With ``inline_frames``, an address inside inlined code gives its
+        inline chain (innermost first, ``inlined=True``) before its own frame,
+        so the result may hold more frames than ``addrs``.
+        """
+        if not self.inline_frames:
+            return tuple(self.frame(addr, innermost=i == 0) for i, addr in enumerate(addrs))
+        frames: list[Frame] = []
+        for i, addr in enumerate(addrs):
+            frames.extend(self.chain(addr, innermost=i == 0))
+        return tuple(frames)
+
+    def chain(self, addr: int, *, innermost: bool) -> tuple[Frame, ...]:
+        """The inline frames DWARF knows at ``addr`` (innermost first), then its frame."""
+        key = (addr, innermost)
+        cached = self._chains.get(key)
+        if cached is not None:
+            return cached
+        base = self.frame(addr, innermost=innermost)
+        result: tuple[Frame, ...] = (base,)
+        if base.reason is None and base.function is not None:
+            inlines = self._dwarf_at(addr, innermost)
+            if inlines is not None:
+                chain = [
+                    Frame(i.function, base.module, base.offset, mangled=i.mangled, inlined=True)
+                    for i in inlines[0].inlines(inlines[1])
+                ]
+                result = (*chain, base)
+        if key in self._frames:  # cacheable exactly when its frame is
+            self._chains[key] = result
+        return result
+
+    def source_lines(self, addr: int, *, innermost: bool) -> tuple[SourceLine | None, ...]:
+        """``(file, line)`` for each frame :meth:`chain` gives (or :meth:`frame`
+        without inline frames); None where DWARF does not say. Lazy, cached."""
+        key = (addr, innermost)
+        cached = self._lines.get(key)
+        if cached is not None:
+            return cached
+        count = len(self.chain(addr, innermost=innermost)) if self.inline_frames else 1
+        lines: list[SourceLine | None] = [None] * count
+        located = self._dwarf_at(addr, innermost)
+        if located is not None:
+            dwarf, vaddr = located
+            lines[0] = dwarf.line(vaddr)
+            if self.inline_frames:
+                for at, inline in enumerate(dwarf.inlines(vaddr)[: count - 1], start=1):
+                    if inline.call_file is not None and inline.call_line:
+                        lines[at] = (inline.call_file, inline.call_line)
+        result = tuple(lines)
+        if key in self._frames:
+            self._lines[key] = result
+        return result
+
+    def _dwarf_at(self, addr: int, innermost: bool) -> tuple[DwarfIndex, ElfVaddr] | None:
+        """The DWARF of the file mapped at ``addr`` and the ELF vaddr to ask it."""
+        looked = addr if innermost or addr <= 0 else addr - 1
+        entry = None if self.maps is None else self.maps.find(looked)
+        if entry is None or not entry.is_file:
+            return None
+        index = self._index_for(entry)
+        if isinstance(index, ElfError):
+            return None
+        vaddr = index.vaddr_for_offset(entry.file_offset(Address(looked)))
+        dwarf = None if vaddr is None else self._cache.dwarf_for(index)
+        return None if dwarf is None or vaddr is None else (dwarf, vaddr)
 
     def frame(self, addr: int, *, innermost: bool) -> Frame:
         """One frame; non-innermost addresses are return addresses (looked up at -1)."""
@@ -93,11 +182,16 @@ class ProcessSymbolizer:
         else:
             looked = self._resolve(Address(addr - 1))
             frame = dataclasses.replace(looked, offset=looked.offset + 1)
-        if frame.reason is not Unresolved.UNMAPPED or self.gone:
+        if frame.reason not in TRANSIENT_REASONS or self.gone:
             if len(self._frames) >= MAX_CACHED_ADDRESSES:
-                self._frames.clear()
+                self._clear_frames()
             self._frames[key] = frame
         return frame
+
+    def _clear_frames(self) -> None:
+        self._frames.clear()
+        self._chains.clear()
+        self._lines.clear()
 
     def preload(self) -> None:
         """Index every executable file mapping now (while the process lives)."""
@@ -116,7 +210,26 @@ class ProcessSymbolizer:
             return self._file_frame(entry, addr)
         if entry.path == VDSO:
             return self._vdso_frame(entry, addr)
-        return Frame(None, entry.path, entry.file_offset(addr), reason=Unresolved.ANONYMOUS)
+        return self._jit_frame(entry, addr)
+
+    def _jit_frame(self, entry: MapEntry, addr: Address) -> Frame:
+        """Anonymous (or ``[anon:...]``) code: named by the perf map, if any."""
+        hit = self.perf_map.lookup(addr)
+        if hit is None and self._refresh_perf_map():
+            hit = self.perf_map.lookup(addr)
+        if hit is not None:
+            return named_frame(hit[0], f"/tmp/perf-{self.nspid}.map", hit[1])
+        reason = Unresolved.ANONYMOUS if self.perf_map.exists else Unresolved.JIT_NO_PERF_MAP
+        return Frame(None, entry.path, entry.file_offset(addr), reason=reason)
+
+    def _refresh_perf_map(self) -> bool:
+        """Re-read the perf map if it grew (rate-limited); True if it changed."""
+        now = self._clock()
+        last = self._perf_map_read_s
+        if self.gone or (last is not None and now - last < self._min_reread_interval_s):
+            return False
+        self._perf_map_read_s = now
+        return self.perf_map.refresh()
 
     def _file_frame(self, entry: MapEntry, addr: Address) -> Frame:
         file_offset = entry.file_offset(addr)
@@ -126,7 +239,7 @@ class ProcessSymbolizer:
         hit = index.lookup_offset(file_offset)
         if hit is None:
             return Frame(None, entry.path, file_offset, reason=Unresolved.NO_SYMBOLS)
-        return Frame(hit[0], entry.path, hit[1])
+        return named_frame(hit[0], entry.path, hit[1])
 
     def _vdso_frame(self, entry: MapEntry, addr: Address) -> Frame:
         index = self._indexes.get(entry)
@@ -139,7 +252,7 @@ class ProcessSymbolizer:
         hit = index.lookup_offset(offset)
         if hit is None:
             return Frame(None, VDSO, offset, reason=Unresolved.NO_SYMBOLS)
-        return Frame(hit[0], VDSO, hit[1])
+        return named_frame(hit[0], VDSO, hit[1])
 
     def _read_vdso(self, entry: MapEntry) -> IndexResult:
         try:
@@ -171,7 +284,9 @@ class ProcessSymbolizer:
         if not entry.deleted:
             candidates.append((entry.path, expected))
         for path, must_match in candidates:
-            result = self._cache.load(path, must_match)
+            result = self._cache.load(
+                path, must_match, origin=entry.path, root_prefix=f"{self._proc}/root"
+            )
             if result is not None:
                 return result
         return ElfError(Unresolved.FILE_UNREADABLE, f"cannot open {entry.path}")
@@ -195,7 +310,7 @@ class ProcessSymbolizer:
             self.gone = True
             return False
         if self.maps is None or maps.entries != self.maps.entries:
-            self._frames.clear()
+            self._clear_frames()
         self.maps = maps
         self._remember_file_ids()
         return True

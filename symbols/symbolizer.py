@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from bpftop.symbols.disk_cache import DiskCache, default_cache_dir
 from bpftop.symbols.elf_cache import ElfCache
 from bpftop.symbols.frame import Frame
 from bpftop.symbols.kallsyms import KALLSYMS_PATH, KernelSymbols
@@ -20,6 +21,7 @@ from bpftop.symbols.process import (
     MIN_REREAD_INTERVAL_S,
     PROC_ROOT,
     ProcessSymbolizer,
+    SourceLine,
     read_start_time,
 )
 
@@ -42,8 +44,20 @@ class Symbolizer:
         proc_root: str = PROC_ROOT,
         clock: Callable[[], float] = time.monotonic,
         min_reread_interval_s: float = MIN_REREAD_INTERVAL_S,
+        symbol_cache_dir: str | None = None,
+        inline_frames: bool = True,
     ) -> None:
-        self.elf_cache = elf_cache if elf_cache is not None else ElfCache()
+        """``symbol_cache_dir``: where indexes persist across runs (None: the
+        ``BPFTOP_SYMBOL_CACHE_DIR`` environment variable, else
+        /var/cache/bpftop/symbols; an empty variable turns it off). Ignored
+        when ``elf_cache`` is given. ``inline_frames``: expand addresses in
+        inlined code into their inline chains (see :meth:`user_frames`)."""
+        self.inline_frames = inline_frames
+        if elf_cache is None:
+            directory = symbol_cache_dir or default_cache_dir()
+            disk = DiskCache(directory) if directory else None
+            elf_cache = ElfCache(disk_cache=disk)
+        self.elf_cache = elf_cache
         self._kallsyms_path = kallsyms_path
         self._proc_root = proc_root
         self._clock = clock
@@ -68,6 +82,7 @@ class Symbolizer:
             pid,
             self.elf_cache,
             proc_root=self._proc_root,
+            inline_frames=self.inline_frames,
             clock=self._clock,
             min_reread_interval_s=self._min_reread_interval_s,
         )
@@ -81,11 +96,40 @@ class Symbolizer:
         return self._processes.get(pid)
 
     def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
-        """Frames for a user stack of ``pid`` (innermost first, same order)."""
+        """Frames for a user stack of ``pid`` (innermost first, same order).
+
+        With ``inline_frames`` (the default) an address that DWARF places
+        inside inlined code gives MORE than one frame: its inline chain,
+        innermost first and marked ``inlined=True``, then the frame of the
+        function that holds the code. Without DWARF it is one frame per address.
+        """
+        return self._process(pid).symbolize(addrs)
+
+    def source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[SourceLine | None, ...]:
+        """``(file, line)`` or None for each frame :meth:`user_frames` gives
+        for the same stack (same length, same order).
+
+        Computed from DWARF lazily, once per address, and cached: call it for
+        the frames on screen, never per sample.
+        """
+        process = self._process(pid)
+        lines: list[SourceLine | None] = []
+        for i, addr in enumerate(addrs):
+            lines.extend(process.source_lines(addr, innermost=i == 0))
+        return tuple(lines)
+
+    def with_source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        """:meth:`user_frames` with ``file``/``line`` filled where DWARF knows them."""
+        frames = self.user_frames(pid, addrs)
+        lines = self.source_lines(pid, addrs)
+        return tuple(
+            frame if where is None else dataclasses.replace(frame, file=where[0], line=where[1])
+            for frame, where in zip(frames, lines, strict=True)
+        )
+
+    def _process(self, pid: int) -> ProcessSymbolizer:
         process = self._processes.get(pid)
-        if process is None:
-            process = self.prepare(pid)
-        return process.symbolize(addrs)
+        return process if process is not None else self.prepare(pid)
 
     def forget(self, pid: int) -> None:
         """Drop what is known about ``pid`` (it exited, or it exec'd)."""

@@ -189,7 +189,7 @@ def test_anonymous_executable_memory() -> None:
         new = [e for e in _own_maps().entries if e not in before and e.executable]
         assert len(new) == 1 and new[0].path == "", new
         frame = Symbolizer().user_frames(os.getpid(), [new[0].start + 0x10])[0]
-        assert frame.function is None and frame.reason is Unresolved.ANONYMOUS
+        assert frame.function is None and frame.reason is Unresolved.JIT_NO_PERF_MAP
         assert frame.module == "" and frame.offset == new[0].offset + 0x10
     finally:
         region.close()

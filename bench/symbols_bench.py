@@ -1,0 +1,154 @@
+"""Symbolization benchmark: prints the numbers issue 3 asks for.
+
+    .venv/bin/python -m bench.symbols_bench
+
+- cached lookups per second (stacks of a live python3.11 process, every
+  address already seen: the steady state of a live view), and the cost of the
+  first sight of an address, without and with inline frames from DWARF;
+- first index build (no disk cache) for libc and python3.11, with the debug
+  files this machine has;
+- the same two loaded from a warm on-disk cache (a second run of bpftop);
+- memory held by the indexes of 50 shared libraries (tracemalloc).
+"""
+
+from __future__ import annotations
+
+import gc
+import glob
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+
+from bpftop.symbols.disk_cache import DiskCache
+from bpftop.symbols.elf import ElfIndex
+from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.symbolizer import Symbolizer
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+PYTHON = "/usr/bin/python3.11"
+STACK_DEPTH = 24
+STACKS = 2_000
+ROUNDS = 20
+
+
+def _best_ms(action: Callable[[], None], repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+def lookups(inline_frames: bool) -> tuple[float, float]:
+    """(first-sight µs per address, cached addresses per second) on a live python3.11."""
+    target = subprocess.Popen(
+        [PYTHON, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert target.stdout is not None and target.stdout.readline().strip() == "ready"
+        sym = Symbolizer(elf_cache=ElfCache(), inline_frames=inline_frames)
+        process = sym.prepare(target.pid, preload=True)
+        assert process.maps is not None
+        code = [e for e in process.maps.entries if e.executable and e.is_file]
+        rng = random.Random(7)
+        stacks = []
+        for _ in range(STACKS):
+            picks = (rng.choice(code) for _ in range(STACK_DEPTH))
+            stacks.append([rng.randrange(e.start, e.end) for e in picks])
+        started = time.perf_counter()
+        for stack in stacks:  # first sight: every address resolved once (DWARF too)
+            sym.user_frames(target.pid, stack)
+        first_us = (time.perf_counter() - started) / (STACKS * STACK_DEPTH) * 1e6
+        started = time.perf_counter()
+        for _ in range(ROUNDS):
+            for stack in stacks:
+                sym.user_frames(target.pid, stack)
+        elapsed = time.perf_counter() - started
+    finally:
+        target.kill()
+        target.communicate()
+    return first_us, ROUNDS * STACKS * STACK_DEPTH / elapsed
+
+
+def first_build(path: str) -> tuple[float, str, int]:
+    result: list[ElfIndex] = []
+
+    def build() -> None:
+        index = ElfCache().load(path)
+        assert isinstance(index, ElfIndex)
+        result.append(index)
+
+    ms = _best_ms(build)
+    return ms, result[-1].source, len(result[-1])
+
+
+def warm_disk_ms(paths: list[str]) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        for path in paths:
+            ElfCache(disk_cache=DiskCache(folder)).load(path)
+
+        def load_all() -> None:
+            cache = ElfCache(disk_cache=DiskCache(folder))
+            for path in paths:
+                cache.load(path)
+            assert cache.parses == 0
+
+        return _best_ms(load_all)
+
+
+def memory_for_libraries(count: int) -> tuple[int, int, float]:
+    candidates = sorted(
+        (p for p in glob.glob("/usr/lib/x86_64-linux-gnu/*.so*") if os.path.isfile(p)),
+        key=os.path.getsize,
+        reverse=True,
+    )
+    cache = ElfCache(max_files=count * 2)
+    gc.collect()
+    tracemalloc.start()
+    loaded = functions = 0
+    for path in candidates:
+        index = cache.load(path)
+        if isinstance(index, ElfIndex) and index.has_symbols:
+            loaded += 1
+            functions += len(index)
+        if loaded == count:
+            break
+    gc.collect()
+    current, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return loaded, functions, current / 1e6
+
+
+def main() -> int:
+    if not (os.path.exists(LIBC) and os.path.exists(PYTHON)):
+        print("needs Debian's libc and /usr/bin/python3.11", file=sys.stderr)
+        return 1
+    for inline in (False, True):
+        first_us, rate = lookups(inline)
+        label = "with inline frames (DWARF)" if inline else "symbols only"
+        print(f"{label}: first sight {first_us:.1f} µs/address (random addresses)")
+        print(f"    cached lookups {rate:,.0f} addresses/s (target >= 500,000)")
+    for name, path, target in (("libc", LIBC, 150), ("python3.11", PYTHON, 1000)):
+        ms, source, n = first_build(path)
+        print(
+            f"first build {name:<11} {ms:7.1f} ms  ({n} functions, {source}; target <= {target} ms)"
+        )
+    print(
+        f"warm disk cache libc+python3.11: {warm_disk_ms([LIBC, PYTHON]):.1f} ms (target <= 50 ms)"
+    )
+    loaded, functions, mb = memory_for_libraries(50)
+    print(f"memory, {loaded} libraries ({functions} functions): {mb:.1f} MB (target <= 100 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

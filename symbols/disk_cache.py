@@ -1,0 +1,229 @@
+"""A persistent on-disk cache of ELF symbol indexes, keyed by build-id.
+
+Owns :class:`DiskCache` and :func:`read_build_id`. Parsing libc with its debug
+file takes tens of milliseconds and python3.11 more; a later run of bpftop
+loads the same indexes from ``/var/cache/bpftop/symbols/<build-id>.idx``
+(configurable; ``BPFTOP_SYMBOL_CACHE_DIR``, empty to turn it off) in about a
+millisecond each. The build-id is read straight from the PT_NOTE program
+headers, without pyelftools, so a hit costs a few small reads.
+
+Entries are ``marshal`` data (plain lists of ints and strings: loading them
+runs no code) checked field by field; a broken entry is removed and the file
+parsed again. An index made without a debug file is stale once one of the
+places searched for a debug file holds one (the user installed a -dbgsym
+package): it is then rebuilt. Files without a build-id are not cached here.
+Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import struct
+import tempfile
+from typing import IO, Any, TypeGuard
+
+from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
+
+DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
+CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
+FORMAT_VERSION = 1
+PT_NOTE = 4
+NT_GNU_BUILD_ID = 3
+MAX_NOTE_BYTES = 1 << 16
+MAX_PROGRAM_HEADERS = 256
+# Past this many entries the least recently written ones are removed.
+DEFAULT_MAX_ENTRIES = 2000
+
+
+def default_cache_dir() -> str | None:
+    """The cache folder from the environment (None when turned off)."""
+    value = os.environ.get(CACHE_DIR_ENV)
+    if value is None:
+        return DEFAULT_CACHE_DIR
+    return value or None
+
+
+# (e_phoff, e_phentsize, e_phnum) and (p_offset, p_filesz) positions and sizes.
+_HEADER = {True: ((32, "Q"), 54, 56), False: ((28, "I"), 42, 44)}
+_PHDR = {True: ((8, "Q"), (32, "Q"), 56), False: ((4, "I"), (16, "I"), 32)}
+
+
+def read_build_id(stream: IO[bytes]) -> str | None:
+    """The GNU build-id of an open ELF file, from its PT_NOTE segments."""
+    try:
+        stream.seek(0)
+        ident = stream.read(64)
+        if len(ident) < 52 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2):
+            return None
+        is64, endian = ident[4] == 2, "<" if ident[5] == 1 else ">"
+        (phoff_at, phoff_kind), phentsize_at, phnum_at = _HEADER[is64]
+        offset_field, size_field, min_entsize = _PHDR[is64]
+        phoff = _unpack(endian + phoff_kind, ident, phoff_at)
+        phentsize = _unpack(endian + "H", ident, phentsize_at)
+        phnum = _unpack(endian + "H", ident, phnum_at)
+        if phnum > MAX_PROGRAM_HEADERS or phentsize < min_entsize:
+            return None
+        stream.seek(phoff)
+        table = stream.read(phentsize * phnum)
+        for at in range(0, len(table) - phentsize + 1, phentsize):
+            if _unpack(endian + "I", table, at) != PT_NOTE:
+                continue
+            offset = _unpack(endian + offset_field[1], table, at + offset_field[0])
+            size = _unpack(endian + size_field[1], table, at + size_field[0])
+            stream.seek(offset)
+            found = _build_id_in_notes(stream.read(min(size, MAX_NOTE_BYTES)), endian)
+            if found:
+                return found
+    except (OSError, struct.error, ValueError, OverflowError):
+        return None
+    return None
+
+
+def _unpack(fmt: str, data: bytes, at: int) -> int:
+    value: int = struct.unpack_from(fmt, data, at)[0]
+    return value
+
+
+def _build_id_in_notes(data: bytes, endian: str) -> str | None:
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from(endian + "III", data, at)
+        name_at = at + 12
+        desc_at = name_at + ((namesz + 3) & ~3)
+        end = desc_at + ((descsz + 3) & ~3)
+        if end > len(data) or end <= at:
+            return None
+        if kind == NT_GNU_BUILD_ID and data[name_at : name_at + namesz] == b"GNU\0" and descsz:
+            return data[desc_at : desc_at + descsz].hex()
+        at = end
+    return None
+
+
+class DiskCache:
+    """Symbol indexes stored by build-id in one folder."""
+
+    def __init__(
+        self, directory: str = DEFAULT_CACHE_DIR, max_entries: int = DEFAULT_MAX_ENTRIES
+    ) -> None:
+        self.directory = directory
+        self.max_entries = max_entries
+        self.hits = 0
+        self.writes = 0
+
+    def _path(self, build_id: str) -> str | None:
+        if not build_id or any(c not in "0123456789abcdef" for c in build_id):
+            return None
+        return os.path.join(self.directory, f"{build_id}.idx")
+
+    def get(self, build_id: str) -> ElfIndex | None:
+        """The stored index for ``build_id`` if it is there, valid and not stale."""
+        path = self._path(build_id)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as stream:
+                data = stream.read()
+        except OSError:
+            return None
+        try:
+            index = _decode(marshal.loads(data), build_id)
+        except Exception:  # marshal raises several kinds on a damaged file
+            index = None
+        if index is None or _stale(index):
+            _remove(path)
+            return None
+        self.hits += 1
+        return index
+
+    def put(self, index: ElfIndex) -> None:
+        """Store ``index`` under its build-id (atomically; errors are ignored)."""
+        path = self._path(index.build_id or "")
+        if path is None:
+            return
+        try:
+            os.makedirs(self.directory, mode=0o755, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(marshal.dumps(_encode(index)))
+            os.replace(tmp, path)
+            self.writes += 1
+            self._prune()
+        except (OSError, ValueError):
+            return
+
+    def _prune(self) -> None:
+        """Keep at most ``max_entries`` entries: the oldest written go first."""
+        with os.scandir(self.directory) as found:
+            entries = [e for e in found if e.name.endswith(".idx") and e.is_file()]
+        if len(entries) <= self.max_entries:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime_ns)
+        for entry in entries[: len(entries) - self.max_entries]:
+            _remove(entry.path)
+
+
+def _encode(index: ElfIndex) -> dict[str, Any]:
+    starts, sizes, names = index.arrays()
+    link = index.debuglink
+    return {
+        "version": FORMAT_VERSION,
+        "build_id": index.build_id,
+        "source": index.source,
+        "segments": [(s.offset, s.filesz, s.vaddr, s.memsz) for s in index.segments],
+        "starts": starts,
+        "sizes": sizes,
+        "names": names,
+        "debuglink": None if link is None else (link.name, link.crc),
+        "debug_searched": list(index.debug_searched),
+    }
+
+
+def _decode(raw: Any, build_id: str) -> ElfIndex | None:
+    if not isinstance(raw, dict) or raw.get("version") != FORMAT_VERSION:
+        return None
+    if raw.get("build_id") != build_id or not isinstance(raw.get("source"), str):
+        return None
+    starts, sizes, names = raw.get("starts"), raw.get("sizes"), raw.get("names")
+    if not (_ints(starts) and _ints(sizes) and _strs(names)):
+        return None
+    if not len(starts) == len(sizes) == len(names) or starts != sorted(starts):
+        return None
+    segments = raw.get("segments")
+    if not isinstance(segments, list) or not all(
+        isinstance(s, tuple) and len(s) == 4 and _ints(list(s)) for s in segments
+    ):
+        return None
+    link = raw.get("debuglink")
+    debuglink = None
+    if isinstance(link, tuple) and len(link) == 2:
+        debuglink = DebugLink(str(link[0]), int(link[1]))
+    searched = raw.get("debug_searched")
+    index = ElfIndex.from_arrays(
+        tuple(LoadSegment(*s) for s in segments),
+        (starts, sizes, names),
+        raw["source"],
+        build_id=build_id,
+        debuglink=debuglink,
+    )
+    index.debug_searched = tuple(searched) if _strs(searched) else ()
+    return index
+
+
+def _ints(values: object) -> TypeGuard[list[int]]:
+    return isinstance(values, list) and all(type(v) is int for v in values)
+
+
+def _strs(values: object) -> TypeGuard[list[str]]:
+    return isinstance(values, list) and all(type(v) is str for v in values)
+
+
+def _stale(index: ElfIndex) -> bool:
+    """True when a debug file appeared where none was found before."""
+    return not index.has_full_symtab and any(os.path.isfile(p) for p in index.debug_searched)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -1,0 +1,110 @@
+"""One-line hints for unresolved frames: what the user can do about each reason.
+
+Owns :func:`hint` (a frame in, a short sentence out) and
+:func:`debug_package_for`, which names the Debian package whose debug symbols
+would name a file: ``dpkg -S`` finds the package that owns it, then the
+``-dbg`` package is preferred when apt knows it (``libc6-dbg``), else the
+``-dbgsym`` one from the debian-debug archive is named. That lookup runs two
+short commands, so it is computed lazily and once per file, never per sample.
+Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from functools import lru_cache
+
+from bpftop.symbols.frame import Frame, Unresolved
+
+COMMAND_TIMEOUT_S = 5.0
+
+_STATIC_HINTS: dict[Unresolved, str] = {
+    Unresolved.UNMAPPED: "address outside every mapping of the process "
+    "(code unmapped since, or a stack walked wrongly)",
+    Unresolved.FILE_UNREADABLE: "the mapped file could not be read or is not a valid ELF file",
+    Unresolved.PROCESS_GONE: "the process exited before bpftop first saw it; "
+    "its maps were never read",
+    Unresolved.ANONYMOUS: "anonymous executable memory that the process's perf map "
+    "does not describe",
+    Unresolved.JIT_NO_PERF_MAP: "JIT code without /tmp/perf-PID.map: start the runtime "
+    "with its perf map on (node --perf-basic-prof, python3.12 -X perf, JVM perf-map-agent)",
+    Unresolved.KERNEL_HIDDEN: "kernel symbols are hidden: run as root, or set "
+    "sysctl kernel.kptr_restrict=0",
+    Unresolved.STACK_UNREADABLE: "the stack could not be read for this sample",
+    Unresolved.STACK_TRUNCATED: "the stack walk stopped early (code built without frame "
+    "pointers, or deeper than the walk limit)",
+}
+
+
+def _run(args: list[str]) -> str | None:
+    if shutil.which(args[0]) is None:
+        return None
+    try:
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _path_variants(path: str) -> list[str]:
+    """``path``, its real path, and its /usr-merged twin (dpkg knows only one)."""
+    variants = [path, os.path.realpath(path)]
+    for candidate in list(variants):
+        if candidate.startswith("/usr/"):
+            variants.append(candidate[4:])
+        else:
+            variants.append("/usr" + candidate)
+    return list(dict.fromkeys(variants))
+
+
+def owning_package(path: str) -> str | None:
+    """The Debian package (without ``:arch``) that installed ``path``, or None."""
+    for variant in _path_variants(path):
+        out = _run(["dpkg", "-S", variant])
+        if out:
+            first = out.splitlines()[0]
+            package = first.split(":", 1)[0].split(",")[0].strip()
+            if package and " " not in package:
+                return package
+    return None
+
+
+def _apt_knows(package: str) -> bool:
+    out = _run(["apt-cache", "policy", package])
+    return bool(out and "Candidate:" in out and "Candidate: (none)" not in out)
+
+
+@lru_cache(maxsize=1024)
+def debug_package_for(path: str) -> str | None:
+    """The debug package that would name ``path``'s functions, or None if unknown."""
+    if not path.startswith("/"):
+        return None
+    package = owning_package(path)
+    if package is None:
+        return None
+    if _apt_knows(f"{package}-dbg"):
+        return f"{package}-dbg"
+    return f"{package}-dbgsym"
+
+
+def hint(frame: Frame) -> str:
+    """What to do about an unresolved frame, in one line ("" when resolved)."""
+    reason = frame.reason
+    if reason is None:
+        return ""
+    if reason is Unresolved.NO_SYMBOLS:
+        return _no_symbols_hint(frame.module)
+    return _STATIC_HINTS.get(reason, reason.value)
+
+
+def _no_symbols_hint(module: str) -> str:
+    name = os.path.basename(module) if module.startswith("/") else module or "the file"
+    package = debug_package_for(module)
+    if package is None:
+        return f"{name} has no symbols and no debug file was found; rebuild it without stripping"
+    where = "" if package.endswith("-dbg") else " (from the debian-debug archive)"
+    return f"{name} has no symbols and no debug file was found: install {package}{where}"

@@ -1,0 +1,67 @@
+"""Every unresolved reason has a one-line hint; a missing debug file names the
+Debian package that would help."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bpftop.symbols import hints
+from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.hints import debug_package_for, hint
+
+needs_dpkg = pytest.mark.skipif(shutil.which("dpkg") is None, reason="not a Debian system")
+
+
+@pytest.mark.parametrize("reason", list(Unresolved))
+def test_every_reason_has_a_one_line_hint(reason: Unresolved, tmp_path) -> None:
+    text = hint(Frame(None, str(tmp_path / "libx.so"), 0x10, reason=reason))
+    assert text and "\n" not in text and len(text) < 200
+
+
+def test_resolved_frame_has_no_hint() -> None:
+    assert hint(Frame("main", "/bin/x", 3)) == ""
+
+
+def test_file_no_package_owns(built) -> None:
+    text = hint(Frame(None, str(built.stripped), 0x10, reason=Unresolved.NO_SYMBOLS))
+    assert text.startswith("s has no symbols") and "rebuild" in text
+
+
+@needs_dpkg
+def test_debian_file_names_its_debug_package() -> None:
+    ls = Path("/usr/bin/ls")
+    if not ls.exists():
+        pytest.skip("no /usr/bin/ls")
+    assert debug_package_for(str(ls)) == "coreutils-dbgsym"
+    text = hint(Frame(None, str(ls), 0x4000, reason=Unresolved.NO_SYMBOLS))
+    assert "install coreutils-dbgsym" in text and "ls has no symbols" in text
+
+
+@needs_dpkg
+def test_dbg_package_preferred_when_apt_knows_it() -> None:
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    if not Path(libc).exists():
+        pytest.skip("no Debian libc")
+    assert debug_package_for(libc) == "libc6-dbg"
+    assert debug_package_for("/usr" + libc) == "libc6-dbg"  # usr-merged path too
+
+
+def test_package_lookup_runs_once_per_file(monkeypatch, tmp_path) -> None:
+    calls: list[list[str]] = []
+
+    def fake_run(args: list[str]) -> str | None:
+        calls.append(args)
+        return "libfoo1:amd64: /x\n" if args[0] == "dpkg" else None
+
+    monkeypatch.setattr(hints, "_run", fake_run)
+    path = str(tmp_path / "libfoo.so.1")
+    debug_package_for.cache_clear()
+    try:
+        for _ in range(5):
+            assert debug_package_for(path) == "libfoo1-dbgsym"
+        assert len(calls) == 2  # one dpkg -S, one apt-cache policy
+    finally:
+        debug_package_for.cache_clear()
