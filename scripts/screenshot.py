@@ -1,4 +1,9 @@
-"""Render the app on the demo fixture headless and save screenshots/bpftop.svg."""
+"""Render the app on the demo fixture headless and save screenshots/*.svg.
+
+``screenshots/bpftop.svg`` is the call tree; ``screenshots/bpftop-VIEW.svg``
+shows each view (or feature) with the keys in ``demo_fixture.VIEW_KEYS``, the
+same fixture and keys the SVG snapshot tests use.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,52 @@ import sys
 from pathlib import Path
 
 from bpftop.tui.app import BpftopApp
-from bpftop.tui.demo_fixture import DEMO_KEYS, SCREEN_SIZE, demo_snapshot
+from bpftop.tui.demo_fixture import (
+    BASELINE_AFTER,
+    BASELINE_KEYS,
+    SCREEN_SIZE,
+    VIEW_KEYS,
+    demo_snapshot,
+)
 from bpftop.tui.source import FakeSource
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def render(target: Path) -> None:
-    app = BpftopApp(FakeSource([demo_snapshot()]), 1.0)
+async def render(target: Path, keys: tuple[str, ...], after: tuple[str, ...] | None = None) -> None:
+    """Press ``keys``; with ``after``, then deliver the later snapshot and press those."""
+    source = FakeSource([demo_snapshot()])
+    app = BpftopApp(source, 1.0)
     async with app.run_test(size=SCREEN_SIZE) as pilot:
         await pilot.pause()
-        await pilot.press(*DEMO_KEYS)
+        await pilot.press(*keys)
+        if after is not None:
+            source.push(demo_snapshot(2, later=True))
+            await pilot.pause()
+            await pilot.press(*after)
         await pilot.pause()
         app.save_screenshot(filename=target.name, path=str(target.parent))
 
 
+async def render_all(directory: Path) -> list[Path]:
+    written = [directory / "bpftop.svg"]
+    await render(written[0], VIEW_KEYS["tree"])
+    for view, keys in VIEW_KEYS.items():
+        target = directory / f"bpftop-{view}.svg"
+        await render(target, keys)
+        written.append(target)
+    for screen, after in BASELINE_AFTER.items():
+        target = directory / f"bpftop-{screen}.svg"
+        await render(target, BASELINE_KEYS, after)
+        written.append(target)
+    return written
+
+
 def main() -> int:
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "screenshots" / "bpftop.svg"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    asyncio.run(render(target))
-    print(target)
+    directory = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in asyncio.run(render_all(directory)):
+        print(path)
     return 0
 
 

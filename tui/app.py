@@ -1,65 +1,86 @@
 """The Textual app: renders the snapshots a ``SnapshotSource`` posts.
 
-Snapshots arrive on the source's thread; they are parked in one slot and a
-message wakes the app thread, so a slow redraw coalesces ticks instead of
-queueing them. Widgets are only touched on the app thread.
+Snapshots arrive through ``SourceApp`` (one slot, coalesced ticks) on the app
+thread; widgets are only touched there. Only the view on
+screen is redrawn per tick; the others catch up when switched to. What the
+user chose (selection, zoom, search) lives in one ``ViewState``.
 """
 
 from __future__ import annotations
 
-import threading
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import ContentSwitcher, Footer, Input, Static
 
-from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.bpf.errors import OutputError
+from bpftop.tui.app_source import SourceApp
+from bpftop.tui.callers_view import CallersView
 from bpftop.tui.calltree_view import CallTreeView
+from bpftop.tui.diagnostics import DiagnosticsView
+from bpftop.tui.flame_view import FlameView
 from bpftop.tui.header import header_text, placeholder_text
 from bpftop.tui.help import HelpScreen
 from bpftop.tui.hot_table import HotTable
+from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
-from bpftop.tui.model.snapshot import Snapshot
+from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.viewstate import Derived, ViewState
 from bpftop.tui.source import SnapshotSource
+from bpftop.tui.threads_view import ThreadsView
+from bpftop.tui.views_nav import TITLES, VIEWS, breadcrumb_text, delta_decorator, jump_to_match
 
-
-class SnapshotReady(Message):
-    """A new snapshot is waiting in the app's slot."""
-
-
-class SourceFailed(Message):
-    """The source hit an error the user must act on."""
-
-    def __init__(self, error: BpftopError) -> None:
-        super().__init__()
-        self.error = error
+RATE_HISTORY = 60
 
 
 def default_export_name(now: datetime | None = None) -> str:
     return f"bpftop-{(now or datetime.now()):%Y%m%d-%H%M%S}.folded"
 
 
-class BpftopApp(App[None]):
-    """Live profile view: header, hot functions, call tree."""
+class BpftopApp(SourceApp):
+    """Live profile view: header, view tabs, one view at a time."""
 
     TITLE = "bpftop"
 
     CSS = """
-    #header { height: auto; padding: 0 1; background: $boost; }
-    #hot { height: 12; border: round $panel; }
-    #tree { height: 1fr; border: round $panel; }
-    #hot:focus, #tree:focus { border: round $accent; }
+    #header {
+        height: auto; padding: 0 1; background: $boost;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    #crumbs { height: 1; padding: 0 1; }
+    #views { height: 1fr; }
+    #views > * { height: 1fr; border: round $panel; }
+    #views > *:focus { border: round $accent; }
+    #search { dock: bottom; display: none; }
+    #search.open { display: block; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause"),
-        Binding("tab", "switch_view", "Switch view", priority=True),
+        Binding("tab", "next_view(1)", "Next view", priority=True),
+        Binding("shift+tab", "next_view(-1)", "Prev view", show=False, priority=True),
+        *(
+            Binding(str(n), f"show_view({n - 1})", name, show=False)
+            for n, (_, name) in enumerate(VIEWS, 1)
+        ),
+        Binding("backspace,escape", "zoom_out", "Zoom out", key_display="⌫"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("n", "jump(1)", "Next match", show=False),
+        Binding("N", "jump(-1)", "Prev match", show=False),
+        Binding("f", "toggle_filter", "Filter"),
+        Binding("L", "toggle_source", "Lines", show=False),
+        Binding("b", "toggle_baseline", "Baseline"),
+        Binding("K", "hide_frames('kernel')", "User only", show=False),
+        Binding("U", "hide_frames('user')", "Kernel only", show=False),
+        Binding("r", "reset", "Reset"),
+        Binding("m", "cycle_time_mode", "Time mode"),
+        Binding("a", "all_threads", "All threads", show=False),
         Binding("w", "write_folded", "Write folded"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
@@ -72,115 +93,277 @@ class BpftopApp(App[None]):
         export_path: str | Path | None = None,
         export_dir: str | Path | None = None,
     ) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.interval_s = interval_s
         self.export_path = Path(export_path) if export_path is not None else None
         self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
-        self.error: BpftopError | None = None
         self.shown: Snapshot | None = None
-        self.latest: Snapshot | None = None
         self.paused = False
+        self.show_source = False
+        self.state = ViewState()
+        self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_written: Path | None = None
-        self._slot_lock = threading.Lock()
-        self._slot: Snapshot | None = None
-        self._posted = False
-        self._source_started = False
-        self._source_stopped = False
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(None, False, self.interval_s), id="header")
-        hot = HotTable(id="hot")
-        hot.border_title = "Hot functions (by self)"
-        yield hot
-        tree = CallTreeView(id="tree")
-        tree.border_title = "Call tree (top-down): total %  self %  function  module"
-        tree.placeholder = placeholder_text(None)
-        yield tree
+        yield Static(id="crumbs")
+        with ContentSwitcher(initial="tree", id="views"):
+            yield HotTable(id="top")
+            yield CallTreeView(id="tree")
+            yield CallersView(id="callers")
+            yield FlameView(id="flame")
+            yield DiagnosticsView(id="diag")
+            yield ThreadsView(id="threads")
+        yield Input(placeholder="search: regex over function names (empty clears)", id="search")
         yield Footer()
+
+    @property
+    def view_id(self) -> str:
+        return self.query_one("#views", ContentSwitcher).current or "tree"
 
     @property
     def tree_view(self) -> CallTreeView:
         return self.query_one("#tree", CallTreeView)
 
     @property
+    def callers_view(self) -> CallersView:
+        return self.query_one("#callers", CallersView)
+
+    @property
     def hot_table(self) -> HotTable:
-        return self.query_one("#hot", HotTable)
+        return self.query_one("#top", HotTable)
+
+    @property
+    def flame_view(self) -> FlameView:
+        return self.query_one("#flame", FlameView)
+
+    @property
+    def search_input(self) -> Input:
+        return self.query_one("#search", Input)
 
     # -- source wiring --------------------------------------------------------
     def on_mount(self) -> None:
+        for view_id, title in TITLES.items():
+            self.query_one(f"#{view_id}").border_title = title
+        self.tree_view.placeholder = placeholder_text(None)
+        self._refresh_crumbs()
         self.tree_view.focus()
-        try:
-            self.source.start(self._snapshot_from_source, self._error_from_source)
-            self._source_started = True
-        except BpftopError as err:
-            self._fail(err)
+        self.start_source()
 
-    def on_unmount(self) -> None:
-        self._stop_source()
-
-    def _stop_source(self) -> None:
-        if not self._source_stopped:
-            self._source_stopped = True
-            self.source.stop()
-
-    def _snapshot_from_source(self, snapshot: Snapshot) -> None:
-        """Called on the source's thread: park the snapshot, wake the app once."""
-        with self._slot_lock:
-            self._slot = snapshot
-            if self._posted:
-                return
-            self._posted = True
-        self.post_message(SnapshotReady())
-
-    def _error_from_source(self, error: BpftopError) -> None:
-        self.post_message(SourceFailed(error))
-
-    def on_snapshot_ready(self, _message: SnapshotReady) -> None:
-        with self._slot_lock:
-            snapshot, self._slot, self._posted = self._slot, None, False
-        if snapshot is None:
-            return
+    def on_new_snapshot(self, snapshot: Snapshot) -> None:
+        """A snapshot arrived (on the app thread): track the rate, show unless paused."""
+        if self.latest is None or snapshot.seq != self.latest.seq:
+            self.rates.append(snapshot.stats.samples_per_s)
         self.latest = snapshot
         if not self.paused:
             self.show(snapshot)
 
-    def on_source_failed(self, message: SourceFailed) -> None:
-        self._fail(message.error)
-
-    def _fail(self, error: BpftopError) -> None:
-        self.error = error
-        self.exit(return_code=error.exit_code)
-
     # -- rendering ------------------------------------------------------------
     def show(self, snapshot: Snapshot) -> None:
-        """Render one snapshot into the widgets."""
+        """Render one snapshot into the header and the view on screen."""
         self.shown = snapshot
         self._refresh_header()
-        self.hot_table.update_hot(snapshot.hot, snapshot.tree.total_count)
-        tree = self.tree_view
-        tree.set_placeholder(placeholder_text(snapshot))
-        tree.set_tree(snapshot.tree)
+        derived = self._derived()
+        if derived is not None:
+            visible = self.view_id == "top"
+            self.hot_table.update_hot(derived.hot, derived.tree.total_count, fill=visible)
+        self.render_view()
+
+    def _derived(self) -> Derived | None:
+        if self.shown is None:
+            return None
+        return self.state.derive(self.shown.tree, self.shown.hot)
+
+    def render_view(self) -> None:
+        """Redraw the current view from the shown snapshot and the view state."""
+        derived = self._derived()
+        view = self.view_id
+        match, zoom = self.state.match, self.state.zoom_path
+        tree = derived.tree if derived is not None else CallNode("all")
+        if view == "top":
+            self.hot_table.set_baseline(self.state.baseline)
+            self.hot_table.set_options(match=match, show_source=self.show_source)
+            if derived is not None:
+                self.hot_table.update_hot(derived.hot, tree.total_count)
+        elif view == "tree":
+            self._set_tree_baseline()
+            self.tree_view.set_placeholder(placeholder_text(self.shown))
+            self.tree_view.set_options(match=match, show_source=self.show_source)
+            self.tree_view.set_tree(tree, zoom)
+        elif view == "callers":
+            key = self.state.selected
+            hot = derived.hot if derived is not None else ()
+            expected = next(
+                (f.total_count for f in hot if (f.label, f.module, f.kernel) == key), None
+            )
+            self.callers_view.show_callers(tree, key, match, self.show_source, expected)
+        elif view == "flame":
+            self.flame_view.placeholder = placeholder_text(self.shown)
+            self.flame_view.set_options(match=match)
+            self.flame_view.set_tree(tree, zoom)
+        elif view == "threads":
+            threads = self.shown.threads if self.shown is not None else ()
+            self.query_one("#threads", ThreadsView).update_threads(threads, self.thread)
+        else:
+            self.query_one("#diag", DiagnosticsView).update_from(self.shown)
+        self._refresh_crumbs()
+
+    def _set_tree_baseline(self) -> None:
+        view = self.tree_view
+        diff = self.state.baseline is not None
+        view.decorate = delta_decorator(self.state.baseline, view) if diff else None
+        columns = "total %  self %  Δself  Δtotal" if diff else "total %  self %"
+        view.border_title = f"Call tree (top-down): {columns}  function  module"
 
     def _refresh_header(self) -> None:
-        text = header_text(self.shown, self.paused, self.interval_s)
+        status = f"⏱ {self.mode_label}"
+        if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
+            status += " (switching…)"
+        text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
         self.query_one("#header", Static).update(text)
 
-    # -- actions --------------------------------------------------------------
+    def _refresh_crumbs(self) -> None:
+        tree = self.shown.tree if self.shown is not None else CallNode("all")
+        names = ("Top", "Tree", "Callers", "Flame", "Diagnostics", "Threads")
+        current = [v for v, _ in VIEWS].index(self.view_id)
+        text = breadcrumb_text(names, current, self.state, tree, self.show_source)
+        self.query_one("#crumbs", Static).update(text)
+
+    # -- views ----------------------------------------------------------------
+    def current_selection(self) -> None:
+        """Remember what the current view has selected, for the others to follow."""
+        view = self.query_one(f"#{self.view_id}")
+        if isinstance(view, HotTable | CallTreeView | FlameView):
+            key = view.selected_key()
+            if key is not None and view is not self.callers_view:
+                self.state.selected = key
+
+    def action_show_view(self, index: int) -> None:
+        if isinstance(self.screen, HelpScreen) or not 0 <= index < len(VIEWS):
+            return
+        self.current_selection()
+        view_id = VIEWS[index][0]
+        self.query_one("#views", ContentSwitcher).current = view_id
+        self.render_view()
+        widget = self.query_one(f"#{view_id}")
+        key = self.state.selected
+        views = HotTable | FlameView | CallTreeView
+        if key is not None and isinstance(widget, views) and widget is not self.callers_view:
+            widget.follow(key)
+        widget.focus()
+
+    def action_next_view(self, step: int) -> None:
+        index = [v for v, _ in VIEWS].index(self.view_id)
+        self.action_show_view((index + step) % len(VIEWS))
+
+    def on_call_tree_view_activated(self, message: CallTreeView.Activated) -> None:
+        if message.view is self.callers_view:
+            if len(message.path) >= 2:
+                self.state.selected = message.node.key
+                self.callers_view.reveal(message.path[:1])
+                self.render_view()
+            return
+        self._zoom_to(message.path)
+
+    def on_threads_view_chosen(self, message: ThreadsView.Chosen) -> None:
+        self.select_thread(None if message.tid == self.thread else message.tid)
+
+    def on_flame_view_activated(self, message: FlameView.Activated) -> None:
+        self._zoom_to(message.path)
+
+    def _zoom_to(self, path: tuple[tuple[str, str, bool], ...]) -> None:
+        if self.state.zoom_in(path):
+            self.render_view()
+            if self.view_id == "tree":
+                self.tree_view.reveal(path)
+
+    def action_zoom_out(self) -> None:
+        if self.search_input.has_class("open"):
+            self._close_search()
+        elif self.state.zoom_out():
+            self.render_view()
+        elif self.state.pattern:
+            self.state.set_search("")
+            self.render_view()
+
+    # -- search ---------------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.search_input
+        box.value = self.state.pattern
+        box.add_class("open")
+        box.focus()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        error = self.state.set_search(message.value.strip())
+        if error is not None:
+            self.notify(error, title="search", severity="error")
+            return
+        self._close_search()
+        self.render_view()
+        if self.state.match is not None:
+            self.action_jump(1)
+
+    def _close_search(self) -> None:
+        self.search_input.remove_class("open")
+        self.query_one(f"#{self.view_id}").focus()
+
+    def action_jump(self, step: int) -> None:
+        if self.state.match is None:
+            self.notify("no search: press / first", severity="warning")
+            return
+        widget = self.query_one(f"#{self.view_id}")
+        views = HotTable | CallTreeView | FlameView
+        if isinstance(widget, views) and not jump_to_match(widget, self.state.match, step):
+            self.notify(f"no match for /{self.state.pattern}/ here", severity="warning")
+
+    def action_toggle_filter(self) -> None:
+        if self.state.match is None:
+            self.notify("filter needs a search: press / first", severity="warning")
+            return
+        self.state.toggle_filter()
+        if self.shown is not None:
+            self.show(self.shown)
+
+    def action_hide_frames(self, hide: str) -> None:
+        shown = self.state.toggle_frames(hide)
+        self.notify(f"showing {shown} frames", title="frames")
+        if self.shown is not None:
+            self.show(self.shown)
+
+    def action_toggle_source(self) -> None:
+        self.show_source = not self.show_source
+        self.render_view()
+
+    def action_toggle_baseline(self) -> None:
+        derived = self._derived()
+        if self.state.baseline is not None:
+            self.state.baseline = None
+            self.notify("baseline cleared", title="baseline")
+        elif derived is None:
+            self.notify("nothing to compare yet", severity="warning")
+            return
+        else:
+            self.state.baseline = Baseline(derived.tree, derived.hot)
+            self.notify(
+                f"frozen at {derived.tree.total_count:,} samples: Δ self % and Δ total % "
+                "now show the change; b again clears it",
+                title="baseline",
+            )
+        self.render_view()
+
+    def on_reset(self) -> None:
+        self.rates.clear()
+
+    def on_time_mode(self) -> None:
+        self._refresh_header()
+
+    # -- other actions --------------------------------------------------------
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if not self.paused and self.latest is not None and self.latest is not self.shown:
             self.show(self.latest)
         else:
             self._refresh_header()
-
-    def action_switch_view(self) -> None:
-        if isinstance(self.screen, HelpScreen):
-            return
-        if self.tree_view.has_focus:
-            self.hot_table.focus()
-        else:
-            self.tree_view.focus()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -192,14 +375,17 @@ class BpftopApp(App[None]):
         return self.export_dir / default_export_name()
 
     def action_write_folded(self) -> None:
-        if self.shown is None:
+        derived = self._derived()
+        if derived is None:
             self.notify("nothing to write yet", severity="warning")
             return
         target = self.export_target()
+        what = "zoomed " if self.state.zoom else ""
+        what += "filtered " if self.state.filtering else ""
         try:
-            lines = write_folded(self.shown.tree, target)
+            lines = write_folded(self.state.export_tree(derived.tree), target)
         except OutputError as err:
             self.notify(str(err), title="write failed", severity="error", timeout=10)
             return
         self.last_written = target
-        self.notify(f"wrote {lines} stacks to {target}", title="folded stacks")
+        self.notify(f"wrote {lines} {what}stacks to {target}", title="folded stacks")

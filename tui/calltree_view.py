@@ -8,6 +8,7 @@ the rows in view. Expansion state and the cursor are keyed by node path
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -16,14 +17,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
 
-NodePath = tuple[tuple[str, str, bool], ...]
-
-PCT_WIDTH = 15
 MODULE_WIDTH = 26
 
 
@@ -54,9 +54,19 @@ class CallTreeView(ScrollView, can_focus=True):
         Binding("end", "last", "Last", show=False),
         Binding("right,l", "expand", "Expand"),
         Binding("left,h", "collapse", "Collapse"),
-        Binding("enter", "toggle_node", "Toggle"),
+        Binding("plus,equals_sign", "toggle_node", "Toggle", key_display="+"),
+        Binding("enter", "activate", "Zoom"),
         Binding("e", "expand_hot_path", "Hot path"),
     ]
+
+    class Activated(Message):
+        """Enter on a row: the app zooms (tree) or selects (callers)."""
+
+        def __init__(self, view: CallTreeView, path: NodePath, node: CallNode) -> None:
+            super().__init__()
+            self.view = view
+            self.path = path
+            self.node = node
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "calltree--cursor",
@@ -66,6 +76,8 @@ class CallTreeView(ScrollView, can_focus=True):
         "calltree--module",
         "calltree--unresolved",
         "calltree--placeholder",
+        "calltree--match",
+        "calltree--source",
     }
 
     DEFAULT_CSS = """
@@ -80,6 +92,8 @@ class CallTreeView(ScrollView, can_focus=True):
     CallTreeView > .calltree--module { color: $text-muted; }
     CallTreeView > .calltree--unresolved { color: $text-error; }
     CallTreeView > .calltree--placeholder { color: $text-muted; text-style: italic; }
+    CallTreeView > .calltree--match { background: $warning 40%; text-style: bold underline; }
+    CallTreeView > .calltree--source { color: $text-muted; text-style: italic; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -89,7 +103,13 @@ class CallTreeView(ScrollView, can_focus=True):
         self._rows: list[TreeRow] = []
         self._cursor = 0
         self._cursor_path: NodePath | None = None
+        self._root_path: NodePath = ()
         self.placeholder = "no samples yet"
+        self.match: Match | None = None
+        self.show_source = False
+        self.open_depth = 1
+        self.decorate: Callable[[CallNode, NodePath], Text | None] | None = None
+        """Optional extra column after the percentages (the baseline diff)."""
 
     # -- state ---------------------------------------------------------------
     @property
@@ -109,13 +129,47 @@ class CallTreeView(ScrollView, can_focus=True):
         return self._tree
 
     def is_expanded(self, path: NodePath) -> bool:
-        """Process rows start expanded; everything else starts collapsed."""
-        return self._expanded.get(path, len(path) == 1)
+        """Rows down to ``open_depth`` start expanded; the others collapsed."""
+        return self._expanded.get(path, len(path) <= self.open_depth)
 
-    def set_tree(self, tree: CallNode) -> None:
-        """Show a new tree; expansion and the selected node are kept."""
+    @property
+    def root_path(self) -> NodePath:
+        return self._root_path
+
+    def set_tree(self, tree: CallNode, root_path: NodePath = ()) -> None:
+        """Show a new tree (zoomed to ``root_path``); expansion and selection are kept."""
         self._tree = tree
+        self._root_path = root_path if node_at(tree, root_path) is not None else ()
         self._rebuild()
+
+    def set_options(self, *, match: Match | None, show_source: bool) -> None:
+        """Search highlighting and the file:line column."""
+        if match is not self.match or show_source != self.show_source:
+            self.match, self.show_source = match, show_source
+            self.refresh()
+
+    def selected_key(self) -> NodeKey | None:
+        row = self._current()
+        return None if row is None or len(row.path) < 2 else row.node.key
+
+    def reveal(self, path: NodePath) -> bool:
+        """Expand the ancestors of ``path`` and select it."""
+        if path[: len(self._root_path)] != self._root_path:
+            return False
+        for n in range(len(self._root_path) + 1, len(path)):
+            self._expanded[path[:n]] = True
+        self._cursor_path = path
+        self._rebuild()
+        return self._cursor_path == path
+
+    def follow(self, key: NodeKey) -> None:
+        """Select the hottest occurrence of a function (another view's selection)."""
+        if self.selected_key() == key:
+            return
+        zoom = node_at(self._tree, self._root_path)
+        found = None if zoom is None else hottest_path_of(zoom, key)
+        if found is not None:
+            self.reveal(self._root_path + found)
 
     def set_placeholder(self, text: str) -> None:
         if text != self.placeholder:
@@ -124,7 +178,12 @@ class CallTreeView(ScrollView, can_focus=True):
 
     def _rebuild(self) -> None:
         rows: list[TreeRow] = []
-        self._flatten(self._tree, (), -1, rows)
+        zoom = node_at(self._tree, self._root_path) if self._root_path else None
+        if zoom is not None:
+            rows.append(TreeRow(zoom, self._root_path, 0, bool(zoom.children)))
+            self._flatten(zoom, self._root_path, 0, rows)
+        else:
+            self._flatten(self._tree, (), -1, rows)
         self._rows = rows
         self._cursor = self._find_cursor()
         self._cursor_path = rows[self._cursor].path if rows else self._cursor_path
@@ -217,9 +276,14 @@ class CallTreeView(ScrollView, can_focus=True):
         elif len(row.path) > 1:
             self.select_path(row.path[:-1])
 
+    def action_activate(self) -> None:
+        row = self._current()
+        if row is not None:
+            self.post_message(self.Activated(self, row.path, row.node))
+
     def action_toggle_node(self) -> None:
         row = self._current()
-        if row is not None and row.node.children:
+        if row is not None and row.node.children and row.path != self._root_path:
             self._expanded[row.path] = not row.expanded
             self._rebuild()
 
@@ -260,24 +324,39 @@ class CallTreeView(ScrollView, can_focus=True):
         total = max(1, self._tree.total_count)
         pct = f"{100 * node.total_count / total:6.1f}% {100 * node.self_count / total:6.1f}% "
         text = Text(pct, style=self.get_component_rich_style("calltree--pct"), end="")
-        marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
-        label_style: Style | str = ""
-        if node.kernel:
-            label_style = self.get_component_rich_style("calltree--kernel")
-        elif "+0x" in node.label and node.module:
-            label_style = self.get_component_rich_style("calltree--unresolved")
-        module = module_name(node.module)
-        module_width = min(MODULE_WIDTH, max(0, width - PCT_WIDTH - 20))
-        label_width = max(1, width - PCT_WIDTH - module_width - 1)
-        label = Text("  " * row.depth + marker, end="")
-        label.append(node.label, label_style)
-        label.truncate(label_width, overflow="ellipsis", pad=True)
-        text.append_text(label)
+        extra = self.decorate(node, row.path) if self.decorate is not None else None
+        if extra is not None:
+            text.append_text(extra)
+        used = text.cell_len
+        module_width = min(MODULE_WIDTH, max(0, width - used - 20))
+        label_width = max(1, width - used - module_width - 1)
+        text.append_text(self._label(row, label_width))
         if module_width:
-            mod = Text(" " + module, style=self.get_component_rich_style("calltree--module"))
+            mod = Text(" " + module_name(node.module), style=self._style("calltree--module"))
             mod.truncate(module_width + 1, overflow="ellipsis", pad=True)
             text.append_text(mod)
         return text
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(name)
+
+    def _label(self, row: TreeRow, label_width: int) -> Text:
+        node = row.node
+        marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
+        label_style: Style | str = ""
+        if node.kernel:
+            label_style = self._style("calltree--kernel")
+        elif node.unresolved or ("+0x" in node.label and node.module):
+            label_style = self._style("calltree--unresolved")
+        label = Text("  " * row.depth + marker, end="")
+        label.append(node.label, label_style)
+        if self.match is not None and self.match(node):
+            start = label.cell_len - len(node.label)
+            label.stylize(self._style("calltree--match"), start, label.cell_len)
+        if self.show_source and node.source:
+            label.append(f"  {node.source}", self._style("calltree--source"))
+        label.truncate(label_width, overflow="ellipsis", pad=True)
+        return label
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self._rows))

@@ -9,15 +9,41 @@ from __future__ import annotations
 
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.snapshot import (
+    CollectionStats,
+    MapUsage,
+    Overhead,
+    Phase,
+    ProcessInfo,
+    Snapshot,
+    ThreadShare,
+    UnknownShare,
+)
 
 DEMO = "/opt/demo/bin/demo"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 LIBZ = "/usr/lib/x86_64-linux-gnu/libz.so.1"
 
 
+SOURCE_LINES = {
+    "main": 88,
+    "serve": 140,
+    "handle_request": 212,
+    "hash_payload": 57,
+    "mix_round": 31,
+    "parse_headers": 12,
+    "send_response": 301,
+    "walk_tree": 19,
+    "visit": 44,
+}
+SOURCE_FILES = {"parse_headers": "http.c", "send_response": "http.c", "walk_tree": "tree.c",
+                "visit": "tree.c", "hash_payload": "hash.c", "mix_round": "hash.c"}  # fmt: skip
+
+
 def _u(name: str, module: str = DEMO) -> Frame:
-    return Frame(name, module, 0x10)
+    line = SOURCE_LINES.get(name) if module == DEMO else None
+    file = f"/src/demo/{SOURCE_FILES.get(name, 'main.c')}" if line else None
+    return Frame(name, module, 0x10, file=file, line=line, inlined=name == "rotate_left")
 
 
 def _k(name: str) -> Frame:
@@ -52,26 +78,35 @@ STACKS: tuple[tuple[tuple[Frame, ...], int], ...] = (
     ((*_BASE, _u("walk_tree"), _u("walk_tree"), _u("walk_tree"), _u("visit")), 260),
     ((*_BASE, _u("walk_tree"), _u("walk_tree")), 75),
     ((*_BASE, _u("log_stats"), _u("vfprintf", LIBC)), 96),
+    ((*_BASE, _u("log_stats"), _u("hash_payload"), _u("mix_round")), 180),
     ((_u("_start"), _u("__libc_start_main", LIBC), _u("main")), 12),
 )
 
 
-def demo_profile() -> Profile:
+LATER: tuple[tuple[tuple[Frame, ...], int], ...] = (
+    ((*_REQ, _u("parse_headers"), _u("strchr", LIBC)), 1900),
+    ((*_REQ, _u("parse_headers")), 400),
+    ((*_REQ, _u("hash_payload"), _u("mix_round")), 300),
+)
+"""What a later tick adds: parsing got hotter (for the baseline-diff screen)."""
+
+
+def demo_profile(later: bool = False) -> Profile:
     profile = Profile()
-    for frames, count in STACKS:
+    for frames, count in STACKS + (LATER if later else ()):
         profile.add("demo", frames, count)
     return profile
 
 
-def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING) -> Snapshot:
+def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING, later: bool = False) -> Snapshot:
     """The fixture snapshot: fixed numbers, nothing depends on the clock."""
-    profile = demo_profile()
+    profile = demo_profile(later)
     total = profile.total_samples
     stats = CollectionStats(
         probe="profile:hz:99",
-        elapsed_s=47.0,
+        elapsed_s=48.0 if later else 47.0,
         total_samples=total,
-        samples_per_s=198.0,
+        samples_per_s=260.0 if later else 198.0,
         lost_events=0,
         stack_errors=(("user EFAULT", 17), ("kernel EFAULT", 2)),
     )
@@ -91,9 +126,48 @@ def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING) -> Snapshot:
         process=process,
         tree=profile.tree(),
         hot=profile.hot_functions(200),
+        unknown=UNKNOWN,
+        maps=MAPS,
+        overhead=Overhead(cpu_percent=1.8, bpf_run_ns_per_s=412_000.0, bpf_runs_per_s=198.0),
+        time_mode="cumulative",
+        threads=THREADS,
     )
+
+
+THREADS = (
+    ThreadShare(4243, "demo-worker-1", 5_112),
+    ThreadShare(4244, "demo-worker-2", 4_213),
+    ThreadShare(4242, "demo", 283),
+)
+UNKNOWN = (
+    UnknownShare("no symbols (stripped, no debuglink)", 522, "install the -dbg package of libz"),
+    UnknownShare("stack could not be read", 17, "the thread's stack page was not resident"),
+)
+MAPS = (
+    MapUsage("counts", "hash", 1_204, 10_240, 24, 8),
+    MapUsage("stack_traces", "stack_trace", 9_870, 10_240, 4, 1016),
+    MapUsage("events", "perf_event_array", 4, 4, 4, 4),
+)
 
 
 SCREEN_SIZE = (120, 36)
 DEMO_KEYS = ("e",)
 """Keys that expand the call tree along the hot path after the first snapshot."""
+
+VIEW_KEYS: dict[str, tuple[str, ...]] = {
+    "tree": ("e",),
+    "top": ("e", "1"),
+    "callers": ("e", "up", "3"),
+    "flame": ("e", "4"),
+    "diagnostics": ("5",),
+    "threads": ("6",),
+    "zoom": ("e", "up", "up", "enter"),
+    "search": ("e", "slash", "w", "r", "i", "t", "e", "enter", "f"),
+    "source": ("e", "L"),
+}
+"""Keys that show each view (or feature) on the demo fixture, for snapshots and screenshots."""
+
+BASELINE_KEYS = ("e", "b")
+"""Keys pressed on the first snapshot (freeze it as the baseline) before the later one."""
+BASELINE_AFTER: dict[str, tuple[str, ...]] = {"baseline-tree": (), "baseline-top": ("1",)}
+"""Keys pressed once ``demo_snapshot(2, later=True)`` is shown, per screen."""

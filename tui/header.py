@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -17,39 +19,79 @@ def _mib(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MiB"
 
 
-def header_text(snapshot: Snapshot | None, paused: bool, interval_s: float) -> Text:
-    """Three lines: process, resources/probe, phase/counters."""
-    text = Text()
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float], width: int = 20) -> str:
+    """The last ``width`` values as block characters, scaled to their maximum."""
+    shown = list(values)[-width:]
+    top = max(shown, default=0.0)
+    if top <= 0:
+        return SPARK[0] * len(shown)
+    return "".join(SPARK[min(7, int(8 * v / top))] if v > 0 else " " for v in shown)
+
+
+def header_text(
+    snapshot: Snapshot | None,
+    paused: bool,
+    interval_s: float,
+    rates: Sequence[float] = (),
+    status: str = "",
+) -> Text:
+    """Three lines, most important first on each (lines are cut, never wrapped):
+    process and its resources; phase, rate and what was lost; probe and our cost."""
+    text = Text(no_wrap=True, overflow="ellipsis")
     if snapshot is None:
         text.append("bpftop ", "bold")
         text.append("starting…")
         return text
-    proc = snapshot.process
-    text.append("bpftop ", "bold")
-    if proc is not None:
-        text.append(proc.name, "bold cyan")
-        text.append(f"  pid {proc.pid}  ")
-        text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
-        text.append("\n")
-        text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
-        text.append(f"threads {proc.num_threads}  ")
-    else:
-        text.append("waiting for process information\n")
-    stats = snapshot.stats
-    text.append("│ probe ")
-    text.append(stats.probe, "bold")
-    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s\n")
+    _append_process(text, snapshot)
+    text.append("\n")
+    if paused:
+        text.append(" PAUSED ", "bold reverse yellow")
+        text.append(" ")
     _append_phase(text, snapshot)
-    text.append(f"  {stats.samples_per_s:,.1f} samples/s  {stats.total_samples:,} samples  ")
+    stats = snapshot.stats
+    text.append(f"  {stats.total_samples:,} samples  {stats.samples_per_s:,.1f}/s ")
+    if rates:
+        text.append(sparkline(rates, 12), "green")
+    text.append("  ")
     text.append(f"lost {stats.lost_events:,}", "bold red" if stats.lost_events else "")
     failed = stats.failed_stacks
-    text.append(f"  failed stacks {failed:,}", "bold red" if failed else "")
+    text.append(f"  failed {failed:,}", "bold red" if failed else "")
+    if status:
+        text.append(f"  {status}", "bold cyan")
     if snapshot.message:
         text.append(f"  {snapshot.message}", "italic")
-    if paused:
-        text.append("  ")
-        text.append(" PAUSED ", "bold reverse yellow")
+    text.append("\nprobe ")
+    text.append(stats.probe, "bold")
+    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
+    _append_overhead(text, snapshot)
     return text
+
+
+def _append_process(text: Text, snapshot: Snapshot) -> None:
+    proc = snapshot.process
+    text.append("bpftop ", "bold")
+    if proc is None:
+        text.append("waiting for process information")
+        return
+    text.append(proc.name, "bold cyan")
+    text.append(f"  pid {proc.pid}  ")
+    text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+    text.append(f"threads {proc.num_threads}  ")
+    text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
+
+
+def _append_overhead(text: Text, snapshot: Snapshot) -> None:
+    """bpftop's own cost: its CPU % and its BPF programs' run time per second."""
+    o = snapshot.overhead
+    busy = o.cpu_percent >= 10 or o.bpf_run_ns_per_s >= 50e6
+    text.append("│ cost ", "dim")
+    text.append(
+        f"CPU {o.cpu_percent:.1f}% BPF {o.bpf_run_ns_per_s / 1e6:.2f}ms/s",
+        "bold red" if busy else "",
+    )
 
 
 def _append_phase(text: Text, snapshot: Snapshot) -> None:

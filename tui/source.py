@@ -11,10 +11,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.tui.model.snapshot import Snapshot
+from bpftop.tui.model.timemode import TimeSetting
 
 SnapshotCallback = Callable[[Snapshot], None]
 ErrorCallback = Callable[[BpftopError], None]
@@ -29,6 +30,27 @@ class SnapshotSource(Protocol):
 
     def stop(self) -> None:
         """Stop, join the thread and release kernel resources; idempotent."""
+        ...
+
+
+@runtime_checkable
+class ControlledSource(Protocol):
+    """A source that takes commands from the app (called on the app thread).
+
+    Both only ask: the source applies them on its own thread before its next
+    snapshot (``timemode.Commands`` does the hand-over) and then posts one.
+    """
+
+    def reset(self) -> None:
+        """Forget every count collected so far."""
+        ...
+
+    def set_time_mode(self, setting: TimeSetting) -> None:
+        """Build the next snapshots in this time mode (cumulative / window / decay)."""
+        ...
+
+    def select_thread(self, tid: int | None) -> None:
+        """Build the next snapshots' tree and table from one thread (None: all)."""
         ...
 
 
@@ -51,6 +73,9 @@ class FakeSource:
         self.started = False
         self.stopped = False
         self.stop_calls = 0
+        self.resets = 0
+        self.modes: list[TimeSetting] = []
+        self.threads: list[int | None] = []
 
     def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
         self._on_snapshot = on_snapshot
@@ -69,6 +94,16 @@ class FakeSource:
     def fail(self, error: BpftopError) -> None:
         """Report an error as the collector would."""
         self._deliver(error)
+
+    def reset(self) -> None:
+        """Counted; tests push the snapshot a real source would send next."""
+        self.resets += 1
+
+    def set_time_mode(self, setting: TimeSetting) -> None:
+        self.modes.append(setting)
+
+    def select_thread(self, tid: int | None) -> None:
+        self.threads.append(tid)
 
     def drain(self, timeout_s: float = 5.0) -> None:
         """Wait until the worker thread has delivered everything pushed."""

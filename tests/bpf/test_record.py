@@ -78,7 +78,8 @@ def test_kernel_frames_follow_user_frames(workloads: Path, tmp_path: Path) -> No
 
 
 def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
-    target = subprocess.Popen([str(workloads / "split"), "2"])
+    # Long enough to outlive the ~3-4 s compile, well short of -d 30.
+    target = subprocess.Popen([str(workloads / "split"), "7"])
     out = tmp_path / "exit.folded"
     started = time.monotonic()
     result = record(target.pid, out, "-F", "199", "-d", "30")

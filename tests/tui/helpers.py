@@ -59,3 +59,7 @@ def tree_line(app: BpftopApp, y: int) -> str:
 
 def notifications(app: BpftopApp) -> list[Notification]:
     return list(app._notifications)
+
+
+def crumbs(app: BpftopApp) -> str:
+    return str(app.query_one("#crumbs", Static).content)

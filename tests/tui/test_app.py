@@ -13,7 +13,7 @@ from bpftop.tui.model.folded import folded_lines
 from bpftop.tui.model.snapshot import Phase
 from bpftop.tui.source import FakeSource
 
-from .helpers import BASE, header, notifications, snapshot_of, tree_labels, tree_line
+from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
 
 SIZE = (100, 30)
 
@@ -34,10 +34,11 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         # processes start expanded, frames collapsed
         assert tree_labels(app) == ["small", "main"]
         assert "100.0%" in tree_line(app, 0)
+        assert app.tree_view.has_focus and app.view_id == "tree"
+        await pilot.press("1")
         table = app.hot_table
-        assert table.row_count == 5
+        assert table.row_count == 5 and table.has_focus
         assert str(table.get_row_at(0)[3]) == "leaf_a"
-        assert app.tree_view.has_focus
 
 
 async def test_q_quits_and_stops_source() -> None:
@@ -78,23 +79,31 @@ async def test_space_pauses_display_while_snapshots_arrive() -> None:
         assert tree_labels(app) == before_rows
         assert tree_line(app, 0) == before_line
         assert "10 samples" in header(app)
-        assert app.hot_table.row_count == 5
+        assert len(app.hot_table.shown) == 5
         await pilot.press("space")
         assert not app.paused and "PAUSED" not in header(app)
         assert app.shown is not None and app.shown.seq == 3
         assert "45 samples" in header(app)
-        assert app.hot_table.row_count == 7
+        assert len(app.hot_table.shown) == 7
 
 
-async def test_tab_switches_between_tree_and_hot_table() -> None:
+async def test_tab_and_number_keys_switch_views() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.tree_view.has_focus and not app.hot_table.has_focus
-        await pilot.press("tab")
-        assert app.hot_table.has_focus and not app.tree_view.has_focus
-        await pilot.press("tab")
-        assert app.tree_view.has_focus
+        assert app.view_id == "tree" and app.tree_view.has_focus
+        order = ["callers", "flame", "diag", "threads", "top", "tree"]
+        for expected in order:
+            await pilot.press("tab")
+            assert app.view_id == expected
+            assert app.focused is app.query_one(f"#{expected}")
+        await pilot.press("shift+tab")
+        assert app.view_id == "top" and app.hot_table.has_focus
+        views = ["top", "tree", "callers", "flame", "diag", "threads"]
+        for key, expected in zip("123456", views, strict=True):
+            await pilot.press(key)
+            assert app.view_id == expected
+        assert " 6 Threads " in crumbs(app)
 
 
 async def test_expand_collapse_keys_change_visible_rows() -> None:
@@ -114,13 +123,13 @@ async def test_expand_collapse_keys_change_visible_rows() -> None:
         assert tree.cursor == 1 and tree_labels(app)[tree.cursor] == "main"
         await pilot.press("h")  # collapse main
         assert tree_labels(app) == ["small", "main"]
-        await pilot.press("enter")
+        await pilot.press("plus")
         assert tree_labels(app) == ["small", "main", "work", "idle"]
-        await pilot.press("enter")
+        await pilot.press("plus")
         assert tree_labels(app) == ["small", "main"]
         await pilot.press("k")
         assert tree.cursor == 0
-        await pilot.press("enter")  # collapse the process row
+        await pilot.press("plus")  # collapse the process row
         assert tree_labels(app) == ["small"]
         assert "▶ small" in tree_line(app, 0)
 
@@ -180,7 +189,7 @@ async def test_hot_table_keys_and_selection_survive_ticks() -> None:
     app, source = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("tab", "j")
+        await pilot.press("1", "j")
         table = app.hot_table
         assert table.cursor_row == 1
         assert str(table.get_row_at(1)[3]) == "leaf_b"
@@ -311,7 +320,7 @@ async def test_exited_phase_keeps_everything_collected() -> None:
         await pilot.pause()
         assert "process exited" in header(app)
         assert tree_labels(app) == rows
-        assert app.hot_table.row_count == 5
+        assert len(app.hot_table.shown) == 5
 
 
 async def test_threaded_source_delivery_coalesces_to_latest() -> None:

@@ -16,6 +16,7 @@ __all__ = [
     "Phase",
     "ProcessInfo",
     "Snapshot",
+    "ThreadShare",
     "UnknownShare",
 ]
 
@@ -127,6 +128,15 @@ class Overhead:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadShare:
+    """Samples of one thread since start (or since the last reset)."""
+
+    tid: int
+    name: str
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the app shows, as of one tick."""
 
@@ -140,3 +150,5 @@ class Snapshot:
     unknown: tuple[UnknownShare, ...] = ()
     maps: tuple[MapUsage, ...] = ()
     overhead: Overhead = field(default_factory=Overhead)
+    time_mode: str = ""  # TimedProfile.label: the mode (and thread) tree/hot were built for
+    threads: tuple[ThreadShare, ...] = ()  # hottest first

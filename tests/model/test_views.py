@@ -1,0 +1,237 @@
+"""Unit tests of the derived views: zoom, filter, callers, search, sort, flame layout."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
+from bpftop.tui.model.folded import folded_lines
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.views import (
+    callers_tree,
+    chain_to,
+    compile_search,
+    filter_tree,
+    hot_from_tree,
+    hottest_path_of,
+    keep_frames,
+    matching_paths,
+    next_match,
+    node_at,
+    sort_hot,
+    trend,
+)
+from bpftop.tui.model.viewstate import ViewState
+
+M = "/bin/app"
+
+
+def u(name: str) -> Frame:
+    return Frame(name, M, 0)
+
+
+def key(name: str) -> tuple[str, str, bool]:
+    return (name, M, False)
+
+
+def path(*names: str) -> tuple[tuple[str, str, bool], ...]:
+    return (("app", "", False), *(key(n) for n in names))
+
+
+def profile() -> Profile:
+    p = Profile()
+    p.add("app", [u("main"), u("a"), u("leaf")], 5)
+    p.add("app", [u("main"), u("b"), u("leaf")], 3)
+    p.add("app", [u("main"), u("b")], 1)
+    p.add("app", [u("main"), u("rec"), u("rec"), u("leaf")], 2)
+    p.add("app", [u("other")], 1)
+    return p
+
+
+def labels(node: CallNode) -> list[str]:
+    return [c.label for c in node.children]
+
+
+def test_node_at_and_chain_to() -> None:
+    tree = profile().tree()
+    b = node_at(tree, path("main", "b"))
+    assert b is not None and (b.self_count, b.total_count) == (1, 4)
+    assert node_at(tree, path("main", "nope")) is None
+    assert node_at(tree, ()) is tree
+    chain = chain_to(tree, path("main", "b"))
+    assert list(folded_lines(chain)) == ["app;main;b 1", "app;main;b;leaf 3"]
+    assert chain.total_count == 4
+
+
+def test_filter_keeps_only_matching_stacks() -> None:
+    tree = profile().tree()
+    kept = filter_tree(tree, lambda n: n.label == "b")
+    assert kept is not None and kept.total_count == 4
+    assert sorted(folded_lines(kept)) == ["app;main;b 1", "app;main;b;leaf 3"]
+    leaf = filter_tree(tree, lambda n: n.label == "leaf")
+    assert leaf is not None and leaf.total_count == 10
+    assert filter_tree(tree, lambda n: False) is None
+
+
+def test_hot_from_tree_equals_profile_hot_functions() -> None:
+    p = profile()
+    assert hot_from_tree(p.tree()) == p.hot_functions()
+    assert hot_from_tree(p.tree(), 2) == p.hot_functions(2)
+
+
+def test_callers_tree_weights_each_path() -> None:
+    tree = profile().tree()
+    callers = callers_tree(tree, key("leaf"))
+    (fn,) = callers.children
+    assert fn.label == "leaf" and fn.total_count == 10 and callers.total_count == 10
+    assert [(c.label, c.total_count) for c in fn.children] == [("a", 5), ("b", 3), ("rec", 2)]
+    rec = fn.children[2]
+    assert labels(rec) == ["rec"] and labels(rec.children[0]) == ["main"]
+    main = rec.children[0].children[0]
+    assert labels(main) == ["app"] and main.children[0].self_count == 2
+
+
+def test_callers_of_recursive_function_count_once() -> None:
+    callers = callers_tree(profile().tree(), key("rec"))
+    assert callers.children[0].total_count == 2
+    assert labels(callers.children[0]) == ["main"]
+    assert callers_tree(profile().tree(), key("missing")).children == ()
+
+
+def test_search_helpers() -> None:
+    rx = compile_search("LEAF|^a$")
+    assert isinstance(rx, re.Pattern) and not rx.flags & re.IGNORECASE
+    rx = compile_search("leaf")
+    assert isinstance(rx, re.Pattern) and rx.search("LEAF")
+    error = compile_search("(")
+    assert isinstance(error, str) and error.startswith("bad regex")
+    tree = profile().tree()
+    found = matching_paths(tree, lambda n: n.label == "leaf")
+    assert found == [path("main", "a", "leaf"), path("main", "b", "leaf"),
+                     path("main", "rec", "rec", "leaf")]  # fmt: skip
+    assert len(matching_paths(tree, lambda n: True, limit=3)) == 3
+    assert hottest_path_of(tree, key("leaf")) == path("main", "a", "leaf")
+    assert hottest_path_of(tree, key("nope")) is None
+
+
+def test_sort_hot_and_trend() -> None:
+    hot = profile().hot_functions()
+    assert sort_hot(hot, "total", True)[0].label == "main"
+    assert [f.label for f in sort_hot(hot, "function", False)][:2] == ["a", "b"]
+    assert sort_hot(hot, "self", True)[0].label == "leaf"
+    assert sort_hot(hot, "module", False)[0].module == M
+    assert sort_hot(hot, "samples", False)[0].self_count == 0
+    assert (trend(None, 5), trend(5, 6), trend(5, 4), trend(5, 5.01)) == ("+", "▲", "▼", " ")
+
+
+def test_flame_rows_layout() -> None:
+    tree = profile().tree()
+    rows = flame_rows(tree, (), 24, 10)
+    assert [s.node.label for s in rows[0]] == ["all"] and rows[0][0].width == 24
+    main_row = rows[2]
+    assert [s.node.label for s in main_row] == ["main", "other"]
+    assert main_row[0].width == 22 and main_row[1].x == 22
+    for row in rows:
+        for left, right in itertools.pairwise(row):
+            assert left.x + left.width <= right.x
+    assert span_at(rows, path("main", "a")) == (3, 0)
+    assert span_at(rows, path("zzz")) is None
+    assert flame_rows(tree, (), 0, 5) == [] and len(flame_rows(tree, (), 10, 2)) == 2
+    zoomed = flame_rows(node_at(tree, path("main")) or tree, path("main"), 12, 10)
+    assert zoomed[0][0].path == path("main") and zoomed[1][0].path == path("main", "a")
+
+
+def test_frame_kind_and_profile_source() -> None:
+    p = Profile()
+    p.add("app", [Frame("f", M, 0, file="/src/x.c", line=7), Frame("g", M, 0, inlined=True),
+                  Frame(None, M, 0x10, reason=Unresolved.NO_SYMBOLS),
+                  Frame("k", "[kernel]", 0, kernel=True)])  # fmt: skip
+    tree = p.tree()
+    f = tree.children[0].children[0]
+    g = f.children[0]
+    unknown = g.children[0]
+    kern = unknown.children[0]
+    assert f.source == "x.c:7" and frame_kind(f) == "user"
+    assert frame_kind(g) == "inlined" and frame_kind(unknown) == "unknown"
+    assert frame_kind(kern) == "kernel"
+    assert {h.label: h.source for h in p.hot_functions()}["f"] == "x.c:7"
+
+
+def test_viewstate_zoom_search_filter_export() -> None:
+    tree = profile().tree()
+    hot = profile().hot_functions()
+    state = ViewState()
+    assert not state.zoom_out() and not state.zoom_in(())
+    assert state.zoom_in(path("main", "b")) and not state.zoom_in(path("main", "b"))
+    assert state.breadcrumb(tree) == ["all", "app", "main", "b"]
+    assert list(folded_lines(state.export_tree(tree))) == ["app;main;b 1", "app;main;b;leaf 3"]
+    assert state.zoom_out() and state.zoom_path == ()
+    assert state.export_tree(tree) is tree
+    assert not state.toggle_filter()
+    assert state.set_search("(") is not None and state.match is None
+    assert state.set_search("^b$") is None and state.match is not None
+    assert state.derive(tree, hot).tree is tree
+    assert state.toggle_filter()
+    derived = state.derive(tree, hot)
+    assert derived.tree.total_count == 4 and derived.hot[0].label == "leaf"
+    assert state.derive(tree, hot) is derived
+    state.set_search("")
+    assert not state.filtering and state.derive(tree, hot).tree is tree
+
+
+def test_keep_frames_merges_what_was_under_dropped_frames() -> None:
+    k = Frame("sys_x", "[kernel]", 0, kernel=True)
+    p = Profile()
+    p.add("app", [u("main"), k, u("cb")], 2)  # a user callback under a kernel frame
+    p.add("app", [u("main"), u("cb")], 3)
+    p.add("app", [u("main"), k], 4)
+    tree = p.tree()
+    user = keep_frames(tree, lambda n: not n.kernel)
+    main = node_at(user, path("main"))
+    assert main is not None and (main.self_count, main.total_count) == (4, 9)
+    assert [(c.label, c.total_count, c.self_count) for c in main.children] == [("cb", 5, 5)]
+    assert user.total_count == tree.total_count == 9
+    kernel = keep_frames(tree, lambda n: n.kernel)
+    app = kernel.children[0]
+    assert (app.self_count, [c.label for c in app.children]) == (3, ["sys_x"])
+    assert app.children[0].total_count == 6 and app.children[0].self_count == 6
+
+
+def test_viewstate_frame_toggles() -> None:
+    k = Frame("sys_x", "[kernel]", 0, kernel=True)
+    p = Profile()
+    p.add("app", [u("main"), k], 4)
+    state = ViewState()
+    assert state.toggle_frames("kernel") == "user"
+    derived = state.derive(p.tree(), p.hot_functions())
+    assert [f.label for f in derived.hot] == ["main"]
+    assert state.toggle_frames("user") == "kernel"
+    assert state.toggle_frames("user") == "all"
+    assert state.derive(p.tree(), p.hot_functions()).hot == p.hot_functions()
+
+
+def test_next_match_walks_in_display_order_and_wraps() -> None:
+    tree = profile().tree()
+    is_leaf = lambda n: n.label == "leaf"  # noqa: E731
+    a, b, rec = (
+        path("main", "a", "leaf"),
+        path("main", "b", "leaf"),
+        path("main", "rec", "rec", "leaf"),
+    )
+    assert next_match(tree, is_leaf, None, 1) == a
+    assert next_match(tree, is_leaf, a, 1) == b
+    assert next_match(tree, is_leaf, rec, 1) == a
+    assert next_match(tree, is_leaf, b, -1) == a
+    assert next_match(tree, is_leaf, a, -1) == rec
+    assert next_match(tree, is_leaf, path("main"), 1) == a
+    assert next_match(tree, lambda n: False, a, 1) is None
+
+
+def test_callers_tree_stops_early_with_expected_total() -> None:
+    tree = profile().tree()
+    assert callers_tree(tree, key("leaf"), expected=10) == callers_tree(tree, key("leaf"))
+    partial = callers_tree(tree, key("leaf"), expected=5)
+    assert partial.total_count == 5

@@ -1,0 +1,135 @@
+"""The app's side of a ``SnapshotSource``: start, stop, and a one-slot mailbox.
+
+Snapshots arrive on the source's thread; they are parked in one slot and a
+message wakes the app thread, so a slow redraw coalesces ticks instead of
+queueing them. Subclasses get each snapshot in ``on_new_snapshot`` on the
+app thread. Commands for a ``ControlledSource`` (reset, time mode) go out
+here. Errors the user must act on end the app with their exit code.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from textual.app import App
+from textual.message import Message
+
+from bpftop.bpf.errors import BpftopError
+from bpftop.tui.model.snapshot import Snapshot
+from bpftop.tui.model.timemode import TimeSetting, mode_label
+from bpftop.tui.source import ControlledSource, SnapshotSource
+
+
+class SnapshotReady(Message):
+    """A new snapshot is waiting in the app's slot."""
+
+
+class SourceFailed(Message):
+    """The source hit an error the user must act on."""
+
+    def __init__(self, error: BpftopError) -> None:
+        super().__init__()
+        self.error = error
+
+
+class SourceApp(App[None]):
+    """An app fed by a snapshot source; stops the source on every exit path."""
+
+    def __init__(self, source: SnapshotSource) -> None:
+        super().__init__()
+        self.source = source
+        self.error: BpftopError | None = None
+        self.latest: Snapshot | None = None
+        self._slot_lock = threading.Lock()
+        self._slot: Snapshot | None = None
+        self._posted = False
+        self._source_started = False
+        self._source_stopped = False
+        self.time_setting = TimeSetting()
+        self.thread: int | None = None
+
+    def start_source(self) -> None:
+        try:
+            self.source.start(self._snapshot_from_source, self._error_from_source)
+            self._source_started = True
+        except BpftopError as err:
+            self._fail(err)
+
+    def on_new_snapshot(self, snapshot: Snapshot) -> None:
+        """Override: called on the app thread with the newest snapshot."""
+        self.latest = snapshot
+
+    def on_reset(self) -> None:
+        """Override: the source was asked to reset."""
+
+    def on_time_mode(self) -> None:
+        """Override: the source was asked for ``self.time_setting``."""
+
+    def action_reset(self) -> None:
+        if not isinstance(self.source, ControlledSource):
+            self.notify("this source cannot reset", severity="warning")
+            return
+        self.source.reset()
+        self.on_reset()
+        self.notify("counters cleared", title="reset")
+
+    def action_cycle_time_mode(self) -> None:
+        if not isinstance(self.source, ControlledSource):
+            self.notify("this source has one time mode", severity="warning")
+            return
+        self.time_setting = self.time_setting.next()
+        self.source.set_time_mode(self.time_setting)
+        self.on_time_mode()
+        self.notify(f"time mode: {self.time_setting.label}", title="time")
+
+    @property
+    def mode_label(self) -> str:
+        """The mode (and thread) the next snapshots are asked to be built for."""
+        return mode_label(self.time_setting, self.thread)
+
+    def select_thread(self, tid: int | None) -> None:
+        """Ask for one thread's stacks only (None: all threads)."""
+        if not isinstance(self.source, ControlledSource):
+            self.notify("this source cannot show one thread", severity="warning")
+            return
+        self.thread = tid
+        self.source.select_thread(tid)
+        self.on_time_mode()
+        self.notify("all threads" if tid is None else f"thread {tid} only", title="threads")
+
+    def action_all_threads(self) -> None:
+        if self.thread is not None:
+            self.select_thread(None)
+
+    def on_unmount(self) -> None:
+        self._stop_source()
+
+    def _stop_source(self) -> None:
+        if not self._source_stopped:
+            self._source_stopped = True
+            self.source.stop()
+
+    def _snapshot_from_source(self, snapshot: Snapshot) -> None:
+        """Called on the source's thread: park the snapshot, wake the app once."""
+        with self._slot_lock:
+            self._slot = snapshot
+            if self._posted:
+                return
+            self._posted = True
+        self.post_message(SnapshotReady())
+
+    def _error_from_source(self, error: BpftopError) -> None:
+        self.post_message(SourceFailed(error))
+
+    def on_snapshot_ready(self, _message: SnapshotReady) -> None:
+        with self._slot_lock:
+            snapshot, self._slot, self._posted = self._slot, None, False
+        if snapshot is not None:
+            self.on_new_snapshot(snapshot)
+
+    def on_source_failed(self, message: SourceFailed) -> None:
+        self._fail(message.error)
+
+    def _fail(self, error: BpftopError) -> None:
+        self.error = error
+        self.exit(return_code=error.exit_code)

@@ -1,0 +1,218 @@
+"""The flame graph (icicle: root on top) as a Line-API widget.
+
+The layout (``model.flame.flame_rows``) is recomputed when the tree, the zoom
+or the width changes; ``render_line`` only paints the spans of one row.
+Boxes are colored by kind (user code by module, kernel, inlined, unknown);
+arrows move between boxes, ``Enter`` asks the app to zoom.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from bpftop.tui.calltree_view import module_name
+from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
+from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
+
+MAX_DEPTH = 256
+USER_COLORS = ("#b35900", "#a64d00", "#b36b00", "#995c00", "#b34700", "#8c5a1a")
+KIND_COLORS = {"kernel": "#2f6f8f", "inlined": "#3f7f3f", "unknown": "#7f3f3f"}
+TEXT = Style(color="#f0f0f0")
+SELECTED = Style(reverse=True, bold=True)
+MATCHED = Style(bgcolor="#b000b0", bold=True)
+
+
+def box_style(node: CallNode) -> Style:
+    """Background by kind; user frames by a stable hash of their module."""
+    kind = frame_kind(node)
+    if kind != "user":
+        return TEXT + Style(bgcolor=KIND_COLORS[kind])
+    index = zlib.crc32(module_name(node.module).encode()) % len(USER_COLORS)
+    return TEXT + Style(bgcolor=USER_COLORS[index])
+
+
+class FlameView(ScrollView, can_focus=True):
+    """Icicle graph of the (zoomed) tree; one selected box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "parent", "Parent", show=False),
+        Binding("down,j", "child", "Child", show=False),
+        Binding("left,h", "sibling(-1)", "Left", show=False),
+        Binding("right,l", "sibling(1)", "Right", show=False),
+        Binding("home", "top", "Top", show=False),
+        Binding("enter", "activate", "Zoom"),
+    ]
+
+    class Activated(Message):
+        """Enter on a box: the app zooms into it."""
+
+        def __init__(self, path: NodePath) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._tree = CallNode("all")
+        self._root_path: NodePath = ()
+        self._rows: list[list[Span]] = []
+        self._width = 0
+        self.selected: NodePath = ()
+        self.match: Match | None = None
+        self.placeholder = "no samples yet"
+        self._pending: NodeKey | None = None
+
+    @property
+    def rows(self) -> list[list[Span]]:
+        return self._rows
+
+    def set_tree(self, tree: CallNode, root_path: NodePath = ()) -> None:
+        self._tree = tree
+        self._root_path = root_path if node_at(tree, root_path) is not None else ()
+        self._layout()
+
+    def set_options(self, *, match: Match | None) -> None:
+        if match is not self.match:
+            self.match = match
+            self.refresh()
+
+    def _layout(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width
+        self._width = width
+        root = node_at(self._tree, self._root_path) or self._tree
+        self._rows = flame_rows(root, self._root_path, width, MAX_DEPTH)
+        if self._rows and span_at(self._rows, self.selected) is None:
+            self.selected = self._nearest(self.selected)
+        if self._rows and self._pending is not None:
+            self._apply_follow()
+        self.virtual_size = Size(width, len(self._rows))
+        self._scroll_selected_visible()
+        self.refresh()
+
+    def _nearest(self, path: NodePath) -> NodePath:
+        """The selected path, or its nearest shown ancestor, or the root."""
+        root = self._root_path
+        if path[: len(root)] == root:
+            for n in range(len(path), len(root), -1):
+                if span_at(self._rows, path[:n]) is not None:
+                    return path[:n]
+        return root
+
+    # -- selection ------------------------------------------------------------
+    def selected_key(self) -> NodeKey | None:
+        return self.selected[-1] if len(self.selected) >= 2 else None
+
+    def select(self, path: NodePath) -> bool:
+        if span_at(self._rows, path) is None:
+            return False
+        self.selected = path
+        self._scroll_selected_visible()
+        self.refresh()
+        return True
+
+    def follow(self, key: NodeKey) -> None:
+        """Select the hottest box of a function (now, or once laid out)."""
+        self._pending = key
+        if self._rows:
+            self._apply_follow()
+
+    def _apply_follow(self) -> None:
+        key, self._pending = self._pending, None
+        if key is None or self.selected_key() == key:
+            return
+        root = node_at(self._tree, self._root_path)
+        found = None if root is None else hottest_path_of(root, key)
+        if found is not None:
+            self.select(self._root_path + found)
+
+    def matching_paths(self) -> list[NodePath]:
+        match = self.match
+        if match is None:
+            return []
+        return [s.path for row in self._rows for s in row if match(s.node)]
+
+    def _scroll_selected_visible(self) -> None:
+        depth = len(self.selected) - len(self._root_path)
+        height = max(1, self.scrollable_content_region.height)
+        top = round(self.scroll_y)
+        if depth < top:
+            self.scroll_to(y=depth, animate=False, immediate=True)
+        elif depth >= top + height:
+            self.scroll_to(y=depth - height + 1, animate=False, immediate=True)
+
+    def action_parent(self) -> None:
+        if len(self.selected) > len(self._root_path):
+            self.select(self.selected[:-1])
+
+    def action_child(self) -> None:
+        found = span_at(self._rows, self.selected)
+        if found is None or found[0] + 1 >= len(self._rows):
+            return
+        below = [s for s in self._rows[found[0] + 1] if s.path[:-1] == self.selected]
+        if below:
+            self.select(below[0].path)
+
+    def action_sibling(self, step: int) -> None:
+        found = span_at(self._rows, self.selected)
+        if found is not None:
+            row = self._rows[found[0]]
+            self.select(row[max(0, min(len(row) - 1, found[1] + step))].path)
+
+    def action_top(self) -> None:
+        self.select(self._root_path)
+
+    def action_activate(self) -> None:
+        self.post_message(self.Activated(self.selected))
+
+    # -- rendering ------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        depth = y + round(self.scroll_y)
+        if not self._rows:
+            if y == 0:
+                return Strip([Segment(self.placeholder, Style(italic=True, dim=True))]).crop_extend(
+                    0, width, None
+                )
+            return Strip.blank(width)
+        if depth >= len(self._rows):
+            return Strip.blank(width)
+        return Strip(self._segments(self._rows[depth])).crop_extend(0, width, None)
+
+    def _segments(self, row: list[Span]) -> list[Segment]:
+        segments: list[Segment] = []
+        at = 0
+        for span in row:
+            if span.x > at:
+                segments.append(Segment(" " * (span.x - at)))
+            segments.append(Segment(self._box_text(span), self._box_style(span)))
+            at = span.x + span.width
+        return segments
+
+    def _box_text(self, span: Span) -> str:
+        label = span.node.label
+        if span.width <= 1:
+            return " " if span.width == 1 else ""
+        room = span.width - 1
+        text = label if len(label) <= room else label[: max(0, room - 1)] + "…"
+        return (text + " " * room)[:room] + "▏"
+
+    def _box_style(self, span: Span) -> Style:
+        style = box_style(span.node)
+        if self.match is not None and self.match(span.node):
+            style += MATCHED
+        if span.path == self.selected:
+            style += SELECTED
+        return style
+
+    def on_resize(self) -> None:
+        if (self.scrollable_content_region.width or self.size.width) != self._width:
+            self._layout()

@@ -1,0 +1,80 @@
+"""Icicle (root on top) flame-graph layout in terminal cells.
+
+``flame_rows`` lays out a (zoomed) subtree into rows of spans, one row per
+depth, each child as wide as its share of its parent. Spans narrower than
+one cell are dropped, so the work is bounded by width x depth, not by the
+size of the profile. No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.views import NodePath
+
+MIN_CELLS = 0.5
+"""Children narrower than this are not laid out (nor is anything after them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One box: cells ``x`` .. ``x + width - 1`` of its row."""
+
+    x: int
+    width: int
+    node: CallNode
+    path: NodePath
+
+
+def flame_rows(root: CallNode, root_path: NodePath, width: int, max_depth: int) -> list[list[Span]]:
+    """Rows 0..max_depth-1; row 0 is ``root`` across the full width."""
+    if width <= 0 or max_depth <= 0 or root.total_count <= 0:
+        return []
+    rows: list[list[Span]] = [[Span(0, width, root, root_path)]]
+    while len(rows) < max_depth:
+        below = [span for parent in rows[-1] for span in _children(parent)]
+        if not below:
+            break
+        rows.append(below)
+    return rows
+
+
+def _children(parent: Span) -> list[Span]:
+    node = parent.node
+    if not node.children or node.total_count <= 0:
+        return []
+    scale = parent.width / node.total_count
+    spans: list[Span] = []
+    done = 0
+    for child in node.children:
+        if child.total_count * scale < MIN_CELLS:
+            break  # hottest first: the rest are narrower still
+        x0 = parent.x + int(done * scale)
+        done += child.total_count
+        x1 = parent.x + int(done * scale)
+        if x1 - x0 >= 1:
+            spans.append(Span(x0, x1 - x0, child, (*parent.path, child.key)))
+    return spans
+
+
+def span_at(rows: list[list[Span]], path: NodePath) -> tuple[int, int] | None:
+    """(row, index) of the span showing ``path``."""
+    depth = next((d for d, row in enumerate(rows) if row and len(row[0].path) == len(path)), None)
+    if depth is None:
+        return None
+    for i, span in enumerate(rows[depth]):
+        if span.path == path:
+            return depth, i
+    return None
+
+
+def frame_kind(node: CallNode) -> str:
+    """What colors a box: kernel, inlined, unknown or user."""
+    if node.kernel:
+        return "kernel"
+    if node.unresolved or "+0x" in node.label or node.label == "[unknown]":
+        return "unknown"
+    if node.inlined:
+        return "inlined"
+    return "user"

@@ -1,0 +1,199 @@
+"""Time modes: cumulative since start, a sliding window, or exponential decay.
+
+``TimedProfile`` is what the collector aggregates into instead of a bare
+``Profile``: ``add`` per sample, ``end_tick`` once per tick, ``current`` to
+freeze. It always keeps the cumulative profile; in window mode a second
+profile holds only the last N seconds (ticks falling out are taken back with
+``Profile.remove``); in decay mode the second profile is halved every
+half-life. Switching rebuilds the second profile from the kept ticks, so the
+switch is immediate. Selecting a thread uses the second profile too, for
+that thread's stacks only. ``Commands`` carries the app's requests (reset,
+mode, thread) to the collector thread, which alone touches the profiles.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from bpftop.symbols.frame import Frame
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import ThreadShare
+
+Stack = tuple[str, tuple[Frame, ...], int, int]
+"""(process, root-first frames, count, tid) as given to ``add``."""
+
+
+class TimeMode(StrEnum):
+    CUMULATIVE = "cumulative"
+    WINDOW = "window"
+    DECAY = "decay"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSetting:
+    """A mode and its one parameter; ``label`` is what the header shows."""
+
+    mode: TimeMode = TimeMode.CUMULATIVE
+    window_s: float = 30.0
+    half_life_s: float = 10.0
+
+    @property
+    def label(self) -> str:
+        if self.mode is TimeMode.WINDOW:
+            return f"last {self.window_s:g}s"
+        if self.mode is TimeMode.DECAY:
+            return f"decay ½ every {self.half_life_s:g}s"
+        return "cumulative"
+
+    def next(self) -> TimeSetting:
+        """The setting the cycle key moves to: cumulative -> window -> decay -> ..."""
+        order = list(TimeMode)
+        following = order[(order.index(self.mode) + 1) % len(order)]
+        return TimeSetting(following, self.window_s, self.half_life_s)
+
+
+def mode_label(setting: TimeSetting, thread: int | None) -> str:
+    return setting.label if thread is None else f"{setting.label}, thread {thread}"
+
+
+class TimedProfile:
+    """A cumulative profile plus, outside cumulative mode or for one thread, a second one.
+
+    ``select_thread(tid)`` makes ``current`` show one thread: its profile starts
+    from the ticks still kept (the last window) and grows from there.
+    """
+
+    def __init__(self, setting: TimeSetting = TimeSetting()) -> None:
+        self.cumulative = Profile()
+        self.setting = setting
+        self.thread: int | None = None
+        self.thread_samples: dict[int, int] = {}
+        self._moving: Profile | None = None
+        self._ticks: deque[tuple[float, list[Stack]]] = deque()
+        self._pending: list[Stack] = []
+        self._since_halving_s = 0.0
+        self.set_mode(setting)
+
+    @property
+    def current(self) -> Profile:
+        """The profile the snapshot shows in the current mode."""
+        return self._moving if self._moving is not None else self.cumulative
+
+    def add(self, process: str, frames: Sequence[Frame], count: int = 1, tid: int = 0) -> None:
+        """One stack's samples (of thread ``tid``)."""
+        if count <= 0:
+            return
+        kept = frames if isinstance(frames, tuple) else tuple(frames)
+        self.cumulative.add(process, kept, count)
+        self.thread_samples[tid] = self.thread_samples.get(tid, 0) + count
+        if self._moving is not None and (self.thread is None or tid == self.thread):
+            self._moving.add(process, kept, count)
+        self._pending.append((process, kept, count, tid))
+
+    def end_tick(self, interval_s: float) -> None:
+        """Close the tick: remember it, expire old ticks, decay when due."""
+        self._ticks.append((interval_s, self._pending))
+        self._pending = []
+        self._expire()
+        if self.setting.mode is TimeMode.DECAY and self._moving is not None:
+            self._since_halving_s += interval_s
+            while self._since_halving_s >= self.setting.half_life_s > 0:
+                self._since_halving_s -= self.setting.half_life_s
+                self._moving.halve()
+
+    def _expire(self) -> None:
+        """Keep the ticks of the last window (all modes, so a switch is immediate)."""
+        kept_s = sum(interval for interval, _ in self._ticks)
+        while self._ticks and kept_s - self._ticks[0][0] >= self.setting.window_s:
+            interval, stacks = self._ticks.popleft()
+            kept_s -= interval
+            if self.setting.mode is TimeMode.WINDOW and self._moving is not None:
+                for process, frames, count, tid in stacks:
+                    if self.thread is None or tid == self.thread:
+                        self._moving.remove(process, frames, count)
+
+    def set_mode(self, setting: TimeSetting) -> None:
+        """Switch modes; a window starts from the ticks still kept."""
+        self.setting = setting
+        self._rebuild()
+
+    def select_thread(self, tid: int | None) -> None:
+        """Show one thread (None: all threads again)."""
+        self.thread = tid
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._since_halving_s = 0.0
+        if self.setting.mode is TimeMode.CUMULATIVE and self.thread is None:
+            self._moving = None
+            return
+        self._expire()
+        self._moving = Profile()
+        for _, stacks in self._ticks:
+            self._replay(stacks)
+        self._replay(self._pending)
+
+    def _replay(self, stacks: list[Stack]) -> None:
+        assert self._moving is not None
+        for process, frames, count, tid in stacks:
+            if self.thread is None or tid == self.thread:
+                self._moving.add(process, frames, count)
+
+    @property
+    def label(self) -> str:
+        """The mode, and the thread when one is selected (what the header shows)."""
+        return mode_label(self.setting, self.thread)
+
+    def thread_shares(self, names: Mapping[int, str]) -> tuple[ThreadShare, ...]:
+        """Samples per thread, hottest first, named from ``names`` (tid -> comm)."""
+        shares = [ThreadShare(tid, names.get(tid, ""), n) for tid, n in self.thread_samples.items()]
+        shares.sort(key=lambda t: (-t.samples, t.tid))
+        return tuple(shares)
+
+    def reset(self) -> None:
+        """Forget everything (the mode and the thread stay)."""
+        self.cumulative.reset()
+        self.thread_samples = {}
+        self._ticks.clear()
+        self._pending = []
+        self._rebuild()
+
+
+class Commands:
+    """Requests from the app thread, applied by the collector thread between ticks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reset = False
+        self._setting: TimeSetting | None = None
+        self._thread: tuple[int | None] | None = None
+
+    def request_thread(self, tid: int | None) -> None:
+        with self._lock:
+            self._thread = (tid,)
+
+    def request_reset(self) -> None:
+        with self._lock:
+            self._reset = True
+
+    def request_mode(self, setting: TimeSetting) -> None:
+        with self._lock:
+            self._setting = setting
+
+    def apply(self, profile: TimedProfile) -> bool:
+        """Apply what was asked since the last call; True if anything changed."""
+        with self._lock:
+            reset, setting, thread = self._reset, self._setting, self._thread
+            self._reset, self._setting, self._thread = False, None, None
+        if setting is not None:
+            profile.set_mode(setting)
+        if thread is not None:
+            profile.select_thread(thread[0])
+        if reset:
+            profile.reset()
+        return reset or setting is not None or thread is not None

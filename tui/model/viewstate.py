@@ -1,0 +1,131 @@
+"""What the user chose to look at, shared by every view: selection, zoom, search.
+
+``ViewState`` holds the selected function, the zoom stack (paths into the
+call tree, shared by the tree and the flame graph), the search regex with
+its filter switch, the kernel/user frame filter and the diff baseline;
+``derive`` turns a snapshot's tree into what the views show. It caches the
+derived values per tree, so switching views or pressing keys costs nothing
+when no new snapshot arrived. No Textual here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.snapshot import CallNode, HotFunction
+from bpftop.tui.model.views import (
+    Match,
+    NodeKey,
+    NodePath,
+    chain_to,
+    compile_search,
+    filter_tree,
+    hot_from_tree,
+    keep_frames,
+    node_at,
+)
+
+FRAME_FILTERS: dict[str, Match | None] = {
+    "all": None,
+    "user": lambda node: not node.kernel,
+    "kernel": lambda node: node.kernel,
+}
+"""Which frames the views show: ``K`` hides kernel frames (user only), ``U`` user ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """The tree and the function table the views show for one snapshot."""
+
+    tree: CallNode
+    hot: tuple[HotFunction, ...]
+
+
+class ViewState:
+    """The user's choices; the app owns one and only touches it on its thread."""
+
+    def __init__(self) -> None:
+        self.selected: NodeKey | None = None
+        self.zoom: list[NodePath] = []
+        self.pattern = ""
+        self.regex: re.Pattern[str] | None = None
+        self.match: Match | None = None
+        self.filtering = False
+        self.baseline: Baseline | None = None
+        self.frames = "all"
+        self._cache: tuple[CallNode, tuple[bool, str, str], Derived] | None = None
+
+    # -- zoom -----------------------------------------------------------------
+    @property
+    def zoom_path(self) -> NodePath:
+        return self.zoom[-1] if self.zoom else ()
+
+    def zoom_in(self, path: NodePath) -> bool:
+        """Push ``path`` (ignored when it is the current zoom or the root)."""
+        if not path or path == self.zoom_path:
+            return False
+        self.zoom.append(path)
+        return True
+
+    def zoom_out(self) -> bool:
+        if not self.zoom:
+            return False
+        self.zoom.pop()
+        return True
+
+    def breadcrumb(self, tree: CallNode) -> list[str]:
+        """Labels from the root to the zoomed node (as far as it still exists)."""
+        path = self.zoom_path
+        labels = [tree.label]
+        for n in range(1, len(path) + 1):
+            node = node_at(tree, path[:n])
+            if node is None:
+                break
+            labels.append(node.label)
+        return labels
+
+    # -- search ---------------------------------------------------------------
+    def set_search(self, pattern: str) -> str | None:
+        """Set (or with "" clear) the search; returns an error text for a bad regex."""
+        if not pattern:
+            self.pattern, self.regex, self.match, self.filtering = "", None, None, False
+            return None
+        compiled = compile_search(pattern)
+        if isinstance(compiled, str):
+            return compiled
+        self.pattern, self.regex = pattern, compiled
+        search = compiled.search
+        self.match = lambda node: search(node.label) is not None
+        return None
+
+    def toggle_filter(self) -> bool:
+        """Filter mode on/off; only with a search. Returns the new state."""
+        self.filtering = not self.filtering and self.match is not None
+        return self.filtering
+
+    # -- deriving -------------------------------------------------------------
+    def toggle_frames(self, hide: str) -> str:
+        """``hide`` "kernel" shows user frames only, "user" kernel only; again: all."""
+        wanted = "user" if hide == "kernel" else "kernel"
+        self.frames = "all" if self.frames == wanted else wanted
+        return self.frames
+
+    def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
+        """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""
+        cached = self._cache
+        wanted = (self.filtering, self.pattern, self.frames)
+        if cached is not None and cached[0] is tree and cached[1] == wanted:
+            return cached[2]
+        keep = FRAME_FILTERS[self.frames]
+        shown = keep_frames(tree, keep) if keep is not None else tree
+        if self.filtering and self.match is not None:
+            shown = filter_tree(shown, self.match) or CallNode(tree.label)
+        derived = Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
+        self._cache = (tree, wanted, derived)
+        return derived
+
+    def export_tree(self, tree: CallNode) -> CallNode:
+        """What ``w`` writes: the zoomed branch of the (filtered) tree."""
+        return chain_to(tree, self.zoom_path) if self.zoom else tree
