@@ -28,7 +28,7 @@ from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: debug-file paths no longer carry a /proc/PID/root prefix
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16

@@ -134,7 +134,10 @@ class ElfCache:
             return index
         if index.build_id and debug.build_id and index.build_id != debug.build_id:
             return index  # a debug file for another build: its addresses would lie
-        merged = index.with_symbols_of(debug, f"debug:{found}")
+        # Kept as the path inside the target's root: a /proc/PID/root prefix
+        # dies with that process, and this index outlives it (and goes to disk).
+        clean = found.removeprefix(root_prefix) if root_prefix else found
+        merged = index.with_symbols_of(debug, f"debug:{clean if clean.startswith('/') else found}")
         merged.debug_searched = tried
         merged.elf_paths = index.elf_paths
         return merged
@@ -146,8 +149,9 @@ class ElfCache:
         """
         paths = list(index.elf_paths)
         if index.source.startswith("debug:"):
-            paths.insert(0, index.source.removeprefix("debug:"))
-        for path in paths:
+            debug = index.source.removeprefix("debug:")
+            paths[:0] = [*(root + debug for root in _roots(index.elf_paths)), debug]
+        for path in dict.fromkeys(paths):
             key = (path, index.build_id or "")
             dwarf = self._dwarf.get(key)
             if dwarf is None:
@@ -186,6 +190,11 @@ def _paths(path: str, origin: str | None, root_prefix: str) -> tuple[str, ...]:
         paths += [root_prefix + origin] if root_prefix else []
         paths.append(origin)
     return tuple(dict.fromkeys(paths))
+
+
+def _roots(paths: tuple[str, ...]) -> list[str]:
+    """The ``/proc/PID/root`` prefixes among the paths a file was opened by."""
+    return [p[: p.index("/root/") + 5] for p in paths if p.startswith("/proc/") and "/root/" in p]
 
 
 def _build_id_at(path: str) -> str | None:

@@ -141,10 +141,37 @@ def test_debian_libc6_dbg_names_libc_internal_functions(run, built) -> None:
     # and in a live process: main's caller is __libc_start_call_main
     prog = run(built.pie)
     sym = Symbolizer()
-    maps = sym.prepare(prog.pid).maps
+    addr = _libc_address(sym, prog.pid, libc, target.start + 9)
+    frame = sym.user_frames(prog.pid, [addr])[0]
+    assert (frame.function, frame.offset) == ("__libc_start_call_main", 9)
+
+
+def _libc_address(sym: Symbolizer, pid: int, libc: ElfIndex, vaddr: int) -> int:
+    """Where libc's ELF vaddr ``vaddr`` is mapped in ``pid``."""
+    maps = sym.prepare(pid).maps
     assert maps is not None
     entry = next(e for e in maps.entries if e.path.endswith("libc.so.6") and e.executable)
     text = next(s for s in libc.segments if s.offset <= entry.offset < s.offset + s.filesz)
-    addr = entry.start + (target.start + 9 - text.vaddr + text.offset) - entry.offset
-    frame = sym.user_frames(prog.pid, [addr])[0]
-    assert (frame.function, frame.offset) == ("__libc_start_call_main", 9)
+    return entry.start + (vaddr - text.vaddr + text.offset) - entry.offset
+
+
+@pytest.mark.skipif(not LIBC.exists(), reason="no Debian libc")
+def test_debug_file_lines_outlive_the_process_that_found_it(run, built) -> None:
+    """The shared index must not remember the debug file as /proc/PID/root/...
+    of the first process: once it exits, later processes still get file:line."""
+    libc = ElfIndex.load(str(LIBC))
+    assert isinstance(libc, ElfIndex) and libc.build_id
+    debug = build_id_path("/usr/lib/debug", libc.build_id)
+    if debug is None or not os.path.exists(debug):
+        pytest.skip("libc6-dbg is not installed (scripts/setup.sh installs it)")
+    start = {s.name: s for s in nm_functions(Path(debug))}["__libc_start_call_main"].start
+    sym = Symbolizer(elf_cache=ElfCache())
+    first = run(built.pie)
+    frame = sym.user_frames(first.pid, [_libc_address(sym, first.pid, libc, start + 9)])[0]
+    assert frame.function == "__libc_start_call_main"
+    index = sym.elf_cache.load(str(LIBC))
+    assert isinstance(index, ElfIndex) and index.source == f"debug:{debug}"
+    first.finish()
+    second = run(built.pie)
+    (line,) = sym.source_lines(second.pid, [_libc_address(sym, second.pid, libc, start + 9)])
+    assert line is not None and line[1] > 0, line
