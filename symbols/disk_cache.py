@@ -1,11 +1,13 @@
-"""A persistent on-disk cache of ELF symbol indexes, keyed by build-id.
+"""A persistent on-disk cache of ELF symbol indexes, keyed by build-id and size.
 
 Owns :class:`DiskCache` and :func:`read_build_id`. Parsing libc with its debug
 file takes tens of milliseconds and python3.11 more; a later run of bpftop
-loads the same indexes from ``/var/cache/bpftop/symbols/<build-id>.idx``
+loads the same indexes from ``/var/cache/bpftop/symbols/<build-id>-<size>.idx``
 (configurable; ``BPFTOP_SYMBOL_CACHE_DIR``, empty to turn it off) in about a
 millisecond each. The build-id is read straight from the PT_NOTE program
-headers, without pyelftools, so a hit costs a few small reads.
+headers, without pyelftools, so a hit costs a few small reads. The file's size
+is part of the key because a build-id names the code, not the symbols: a
+stripped copy has the same build-id as the original, but another size.
 
 Entries are ``marshal`` data (plain lists of ints and strings: loading them
 runs no code) checked field by field; a broken entry is removed and the file
@@ -28,7 +30,7 @@ from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
-FORMAT_VERSION = 2  # 2: debug-file paths no longer carry a /proc/PID/root prefix
+FORMAT_VERSION = 2  # 2: keyed by size too; debug paths without /proc/PID/root
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16
@@ -112,14 +114,15 @@ class DiskCache:
         self.hits = 0
         self.writes = 0
 
-    def _path(self, build_id: str) -> str | None:
+    def _path(self, build_id: str, file_size: int) -> str | None:
         if not build_id or any(c not in "0123456789abcdef" for c in build_id):
             return None
-        return os.path.join(self.directory, f"{build_id}.idx")
+        return os.path.join(self.directory, f"{build_id}-{file_size}.idx")
 
-    def get(self, build_id: str) -> ElfIndex | None:
-        """The stored index for ``build_id`` if it is there, valid and not stale."""
-        path = self._path(build_id)
+    def get(self, build_id: str, file_size: int) -> ElfIndex | None:
+        """The stored index of the file with this build-id and size, if it is
+        there, valid and not stale."""
+        path = self._path(build_id, file_size)
         if path is None:
             return None
         try:
@@ -128,7 +131,7 @@ class DiskCache:
         except OSError:
             return None
         try:
-            index = _decode(marshal.loads(data), build_id)
+            index = _decode(marshal.loads(data), build_id, file_size)
         except Exception:  # marshal raises several kinds on a damaged file
             index = None
         if index is None or _stale(index):
@@ -137,16 +140,17 @@ class DiskCache:
         self.hits += 1
         return index
 
-    def put(self, index: ElfIndex) -> None:
-        """Store ``index`` under its build-id (atomically; errors are ignored)."""
-        path = self._path(index.build_id or "")
+    def put(self, index: ElfIndex, file_size: int) -> None:
+        """Store ``index`` of a file of ``file_size`` bytes under its build-id
+        (atomically; errors are ignored)."""
+        path = self._path(index.build_id or "", file_size)
         if path is None:
             return
         try:
             os.makedirs(self.directory, mode=0o755, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
             with os.fdopen(fd, "wb") as stream:
-                stream.write(marshal.dumps(_encode(index)))
+                stream.write(marshal.dumps(_encode(index, file_size)))
             os.replace(tmp, path)
             self.writes += 1
             self._prune()
@@ -164,12 +168,13 @@ class DiskCache:
             _remove(entry.path)
 
 
-def _encode(index: ElfIndex) -> dict[str, Any]:
+def _encode(index: ElfIndex, file_size: int) -> dict[str, Any]:
     starts, sizes, names = index.arrays()
     link = index.debuglink
     return {
         "version": FORMAT_VERSION,
         "build_id": index.build_id,
+        "file_size": file_size,
         "source": index.source,
         "segments": [(s.offset, s.filesz, s.vaddr, s.memsz) for s in index.segments],
         "starts": starts,
@@ -180,10 +185,12 @@ def _encode(index: ElfIndex) -> dict[str, Any]:
     }
 
 
-def _decode(raw: Any, build_id: str) -> ElfIndex | None:
+def _decode(raw: Any, build_id: str, file_size: int) -> ElfIndex | None:
     if not isinstance(raw, dict) or raw.get("version") != FORMAT_VERSION:
         return None
-    if raw.get("build_id") != build_id or not isinstance(raw.get("source"), str):
+    if raw.get("build_id") != build_id or raw.get("file_size") != file_size:
+        return None
+    if not isinstance(raw.get("source"), str):
         return None
     starts, sizes, names = raw.get("starts"), raw.get("sizes"), raw.get("names")
     if not (_ints(starts) and _ints(sizes) and _strs(names)):

@@ -105,7 +105,7 @@ class ElfCache:
                     return cached
                 build_id = read_build_id(stream) if self.disk_cache is not None else None
                 if build_id and self.disk_cache is not None:
-                    stored = self.disk_cache.get(build_id)
+                    stored = self.disk_cache.get(build_id, file_id.size)
                     if stored is not None:
                         stored.elf_paths = _paths(path, origin, root_prefix)
                         return self._put(file_id, stored)
@@ -119,7 +119,7 @@ class ElfCache:
             if not result.has_full_symtab:
                 result = self._with_debug_file(result, origin or path, root_prefix)
             if build_id and self.disk_cache is not None and result.build_id == build_id:
-                self.disk_cache.put(result)
+                self.disk_cache.put(result, file_id.size)
         return self._put(file_id, result)
 
     def _with_debug_file(self, index: ElfIndex, origin: str, root_prefix: str) -> ElfIndex:

@@ -21,6 +21,26 @@ class Unresolved(StrEnum):
     STACK_UNREADABLE = "stack could not be read"
 
 
+# Where a complete user stack starts: the program's or a thread's entry point
+# (with Debian's libc, ``__libc_start_call_main`` is the outermost frame a
+# frame-pointer walk reaches). A stack whose outermost named frame is none of
+# these was cut short.
+THREAD_ENTRY_FUNCTIONS = frozenset(
+    {
+        "_start",
+        "__libc_start_main",
+        "__libc_start_call_main",
+        "main",
+        "start_thread",
+        "clone",
+        "clone3",
+        "__clone",
+        "__clone3",
+        "thread_start",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     """One stack frame, resolved or not.
@@ -74,3 +94,13 @@ class Frame:
         if self.module:
             return f"{self.module_name}+0x{self.offset:x}"
         return "[unknown]"
+
+
+def looks_truncated(outermost: Frame, depth: int, max_depth: int) -> bool:
+    """True when a user stack of ``depth`` addresses, ``outermost`` its last
+    frame, did not reach an entry point: it is as deep as the walk allows, or
+    its outermost frame is named but is no program or thread entry (an
+    unnamed one carries its own reason)."""
+    if depth >= max_depth:
+        return True
+    return outermost.function is not None and outermost.function not in THREAD_ENTRY_FUNCTIONS

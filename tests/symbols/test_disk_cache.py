@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -26,6 +27,24 @@ def _cache(folder: Path, debug_root: Path | None = None) -> ElfCache:
     return ElfCache(disk_cache=DiskCache(str(folder)), debug_finder=finder)
 
 
+def _entry(folder: Path, index: ElfIndex, binary: Path) -> Path:
+    return folder / f"{index.build_id}-{binary.stat().st_size}.idx"
+
+
+def test_stripped_copy_does_not_take_the_originals_entry(built, tmp_path) -> None:
+    """Same build-id, other symbols: each file keeps its own entry."""
+    stripped = tmp_path / "stripped"
+    shutil.copy(built.pie, stripped)
+    subprocess.run(["strip", "-s", str(stripped)], check=True)
+    bare = _cache(tmp_path / "c", tmp_path / "no-debug").load(str(stripped))
+    assert isinstance(bare, ElfIndex) and not bare.has_symbols
+    full = _cache(tmp_path / "c", tmp_path / "no-debug").load(str(built.pie))
+    assert isinstance(full, ElfIndex) and full.build_id == bare.build_id
+    assert full.has_symbols and full.source == "SHT_SYMTAB"
+    again = _cache(tmp_path / "c", tmp_path / "no-debug").load(str(stripped))
+    assert isinstance(again, ElfIndex) and not again.has_symbols
+
+
 def test_build_id_read_without_pyelftools(debug_built) -> None:
     with open(debug_built.full, "rb") as stream:
         assert read_build_id(stream) == debug_built.build_id
@@ -38,7 +57,7 @@ def test_second_cache_loads_from_disk(built, tmp_path) -> None:
     index = first.load(str(built.pie))
     assert isinstance(index, ElfIndex) and index.build_id
     assert first.parses == 1 and first.disk_cache is not None and first.disk_cache.writes == 1
-    assert (tmp_path / f"{index.build_id}.idx").exists()
+    assert _entry(tmp_path, index, built.pie).exists()
     second = _cache(tmp_path)
     again = second.load(str(built.pie))
     assert isinstance(again, ElfIndex) and second.parses == 0
@@ -50,7 +69,7 @@ def test_second_cache_loads_from_disk(built, tmp_path) -> None:
 def test_damaged_entry_is_dropped_and_rebuilt(built, tmp_path) -> None:
     index = _cache(tmp_path).load(str(built.pie))
     assert isinstance(index, ElfIndex)
-    entry = tmp_path / f"{index.build_id}.idx"
+    entry = _entry(tmp_path, index, built.pie)
     for damage in (b"", b"garbage", entry.read_bytes()[:-7], b"\xfb" + bytes(100)):
         entry.write_bytes(damage)
         cache = _cache(tmp_path)
@@ -78,7 +97,7 @@ def test_cache_is_bounded(built, tmp_path) -> None:
     kept = sorted(p.name for p in tmp_path.glob("*.idx"))
     assert len(kept) == 2 and disk.writes == 4
     newest = ElfCache().load(str(built.dl))
-    assert isinstance(newest, ElfIndex) and f"{newest.build_id}.idx" in kept
+    assert isinstance(newest, ElfIndex) and _entry(tmp_path, newest, built.dl).name in kept
 
 
 def test_environment_controls_the_folder(monkeypatch, tmp_path) -> None:
