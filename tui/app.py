@@ -30,7 +30,7 @@ from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.viewstate import Derived, ViewState
-from bpftop.tui.source import SnapshotSource
+from bpftop.tui.source import ControlledSource, SnapshotSource
 from bpftop.tui.threads_view import ThreadsView
 from bpftop.tui.views_nav import TITLES, VIEWS, breadcrumb_text, delta_decorator, jump_to_match
 
@@ -332,6 +332,8 @@ class BpftopApp(SourceApp):
 
     def action_toggle_source(self) -> None:
         self.show_source = not self.show_source
+        if isinstance(self.source, ControlledSource):
+            self.source.show_source_lines(self.show_source)
         self.render_view()
 
     def action_toggle_baseline(self) -> None:

@@ -2,7 +2,11 @@
 
 One thread does all the slow work; the app (or ``record``) only ever sees the
 immutable :class:`Snapshot` values it posts. The first snapshot goes out
-before BCC compiles, so the window can say "compiling" at once.
+before BCC compiles, so the window can say "compiling" at once. The app's
+requests (reset, time mode, one thread, source lines) wake the thread early
+and are applied between ticks; a tick that ran late is skipped, not queued.
+After the target exits the probes are detached, but the thread keeps
+answering those requests on what was collected until it is stopped.
 """
 
 from __future__ import annotations
@@ -19,15 +23,28 @@ import psutil
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError
 from bpftop.bpf.raw import MapUsage, RawSample, RawTick
 from bpftop.bpf.stats import ProgStats
-from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
+from bpftop.symbols.hints import hint
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CollectionStats, Overhead, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.snapshot import (
+    CollectionStats,
+    Overhead,
+    Phase,
+    ProcessInfo,
+    Snapshot,
+    UnknownShare,
+)
+from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
 # makes a new one, so this is bounded; the symbolizer caches per address).
 MAX_CACHED_STACKS = 50_000
 MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STACK_UNREADABLE)
+MAX_STACK_DEPTH_FILE = "/proc/sys/kernel/perf_event_max_stack"
+DEFAULT_MAX_STACK_DEPTH = 127
+# Reasons whose hint depends on the file (which debug package would help).
+PER_MODULE_REASONS = frozenset({Unresolved.NO_SYMBOLS, Unresolved.FILE_UNREADABLE})
+StackKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
 class Sampler(Protocol):
@@ -58,14 +75,21 @@ class Collector:
         self.interval_s = interval_s
         self._sampler = sampler
         self._symbolizer = Symbolizer()
-        self._profile = Profile()
-        self._stacks: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Frame, ...]] = {}
+        self._profile = TimedProfile()
+        self._commands = Commands()
+        self._stacks: dict[StackKey, _Stack] = {}
+        self._max_depth = _max_stack_depth()
         self._process = _ProcessWatch(pid)
+        self._threads = _ThreadNames(pid)
         self._stats = _Stats(sampler.probe)
         self._overhead = _OverheadMeter()
         self._seq = 0
         self._stop = threading.Event()
-        self.finished = threading.Event()
+        self._wake = threading.Event()  # a request arrived, or stop
+        # Asked for by the app (the L key); a plain bool, read between ticks.
+        self.source_lines = False
+        self._stacks_have_lines = False
+        self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
@@ -84,9 +108,28 @@ class Collector:
     def stop(self) -> None:
         """Stop sampling (with a last drain), detach probes, join. Idempotent."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._sampler.close()
+
+    # -- ControlledSource: called on the app thread, applied on ours ----------
+    def reset(self) -> None:
+        self._commands.request_reset()
+        self._wake.set()
+
+    def set_time_mode(self, setting: TimeSetting) -> None:
+        self._commands.request_mode(setting)
+        self._wake.set()
+
+    def select_thread(self, tid: int | None) -> None:
+        self._commands.request_thread(tid)
+        self._wake.set()
+
+    def show_source_lines(self, on: bool) -> None:
+        """From now on, give new stacks' frames ``file:line`` (DWARF, cached per address)."""
+        self.source_lines = on
+        self._wake.set()
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
@@ -97,7 +140,10 @@ class Collector:
             self._sampler.set_targets([self.pid])
             self._sampler.start()
             self._post(Phase.SAMPLING, self._sampler.header_note)
-            self._loop()
+            if self._loop():
+                self._sampler.close()
+                self.finished.set()
+                self._serve_after_exit()
         except BpftopError as err:
             self._on_error(err)
         except Exception as exc:  # a bug of ours: still one line, and the data stays
@@ -108,54 +154,148 @@ class Collector:
             self._sampler.close()
             self.finished.set()
 
-    def _loop(self) -> None:
+    def _loop(self) -> bool:
+        """Tick until stopped (False) or the target exits (True)."""
         deadline = time.monotonic() + self.interval_s
-        while not self._stop.wait(max(0.0, deadline - time.monotonic())):
-            deadline += self.interval_s
-            tick = self._sampler.drain()
-            self._absorb(tick)
+        while True:
+            woken = self._wake.wait(max(0.0, deadline - time.monotonic()))
+            if self._stop.is_set():
+                break
+            if woken:
+                self._wake.clear()  # a request: answer now, keep the tick rhythm
+            else:
+                deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
+            self._apply_requests()
+            self._absorb(self._sampler.drain())
             if self._process.exited():
                 self._post(Phase.EXITED, f"process {self.pid} exited")
-                return
+                return True
             self._post(Phase.SAMPLING)
         self._absorb(self._sampler.drain())  # what came in since the last tick
         self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING)
+        return False
+
+    def _serve_after_exit(self) -> None:
+        """The target is gone: keep re-slicing what was collected on request."""
+        while True:
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            self._apply_requests()
+            self._post(Phase.EXITED, f"process {self.pid} exited")
+
+    def _apply_requests(self) -> None:
+        if self._commands.apply(self._profile).reset:
+            self._stats = _Stats(self._sampler.probe)  # counts start again from now
+        if self.source_lines != self._stacks_have_lines:
+            # Rebuild frames for stacks seen again; the tree's nodes pick up
+            # file:line as those stacks come back.
+            self._stacks_have_lines = self.source_lines
+            self._stacks.clear()
 
     def _absorb(self, tick: RawTick) -> None:
+        self._threads.note(tick)
         for sample in tick.samples:
-            self._profile.add(self._process.name, self._frames(sample), sample.count)
+            stack = self._stack(sample)
+            self._profile.add(
+                self._process.name, stack.frames, sample.count, sample.tid, stack.unknown
+            )
+        self._profile.end_tick(tick.interval_s)
         self._stats.add(tick)
 
-    def _frames(self, sample: RawSample) -> tuple[Frame, ...]:
-        """Root-first frames: user frames outermost first, then kernel frames."""
+    def _stack(self, sample: RawSample) -> _Stack:
+        """Root-first frames (user frames outermost first, then kernel frames)
+        and why any of them are unknown; once per distinct stack."""
         key = (sample.tgid, sample.user_stack, sample.kernel_stack)
-        frames = self._stacks.get(key)
-        if frames is None:
-            user = self._symbolizer.user_frames(sample.tgid, sample.user_stack)
-            kernel = self._symbolizer.kernel_frames(sample.kernel_stack)
+        stack = self._stacks.get(key)
+        if stack is None:
+            symbolizer = self._symbolizer
+            if self._stacks_have_lines:
+                user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
+            else:
+                user = symbolizer.user_frames(sample.tgid, sample.user_stack)
+            kernel = symbolizer.kernel_frames(sample.kernel_stack)
             head = (MISSING_USER_STACK,) if sample.user_error else ()
             frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
+            truncated = bool(user) and looks_truncated(
+                user[-1], len(sample.user_stack), self._max_depth
+            )
+            stack = _Stack(frames, _unknown_keys(frames, truncated))
             if len(self._stacks) >= MAX_CACHED_STACKS:
                 self._stacks.clear()  # cheap to rebuild from the per-address caches
-            self._stacks[key] = frames
-        return frames
+            self._stacks[key] = stack
+        return stack
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
         live = self._sampler.loaded
+        profile = self._profile
+        current = profile.current
         snap = Snapshot(
             seq=self._seq,
             phase=phase,
             stats=self._stats.freeze(),
             process=self._process.info(),
-            tree=self._profile.tree(),
-            hot=self._profile.hot_functions(limit=500),
+            tree=current.tree(),
+            hot=current.hot_functions(limit=500),
             message=message,
+            unknown=_unknown_shares(profile.unknown),
             maps=self._sampler.map_usage() if live else (),
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
+            time_mode=profile.label,
+            threads=profile.thread_shares(self._threads.names),
         )
         self.last = snap
         self._on_snapshot(snap)
+
+
+class _Stack:
+    """One distinct stack, symbolized: its frames and its unknown-frame reasons."""
+
+    __slots__ = ("frames", "unknown")
+
+    def __init__(self, frames: tuple[Frame, ...], unknown: tuple[UnknownKey, ...]) -> None:
+        self.frames = frames
+        self.unknown = unknown
+
+
+def _unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey, ...]:
+    """Each (reason, module) of the stack's unnamed frames once, and truncation."""
+    keys = dict.fromkeys(
+        (f.reason, f.module if f.reason in PER_MODULE_REASONS else "")
+        for f in frames
+        if f.reason is not None
+    )
+    if truncated:
+        keys[(Unresolved.STACK_TRUNCATED, "")] = None
+    return tuple(keys)
+
+
+def _unknown_shares(counts: dict[UnknownKey, int]) -> tuple[UnknownShare, ...]:
+    """Shares with their hints, most samples first (a hint is computed once per file)."""
+    shares = []
+    for (reason, module), samples in counts.items():
+        where = f" ({Frame(None, module, 0).module_name})" if module else ""
+        share_hint = hint(Frame(None, module, 0, reason=reason))
+        shares.append(UnknownShare(f"{reason.value}{where}", samples, share_hint))
+    shares.sort(key=lambda u: (-u.samples, u.reason))
+    return tuple(shares)
+
+
+def _next_deadline(deadline: float, interval_s: float, now: float) -> float:
+    """The next tick's time; ticks missed while a slow one ran are skipped."""
+    deadline += interval_s
+    return deadline if deadline > now else now + interval_s
+
+
+def _max_stack_depth() -> int:
+    """How deep the kernel walks stacks (a stack this deep was cut)."""
+    try:
+        with open(MAX_STACK_DEPTH_FILE) as stream:
+            return int(stream.read())
+    except (OSError, ValueError):
+        return DEFAULT_MAX_STACK_DEPTH
 
 
 class _Stats:
@@ -270,3 +410,26 @@ class _ProcessWatch:
         except psutil.Error:
             self.gone = True
         return self._last
+
+
+class _ThreadNames:
+    """tid -> thread name, read from /proc once per new thread (exits name the rest)."""
+
+    def __init__(self, pid: int) -> None:
+        self._task = f"/proc/{pid}/task"
+        self.names: dict[int, str] = {}
+
+    def note(self, tick: RawTick) -> None:
+        for ev in tick.exits:
+            if not self.names.get(ev.tid):
+                self.names[ev.tid] = ev.comm
+        for sample in tick.samples:
+            if sample.tid not in self.names:
+                self.names[sample.tid] = self._read(sample.tid)
+
+    def _read(self, tid: int) -> str:
+        try:
+            with open(f"{self._task}/{tid}/comm", encoding="utf-8", errors="replace") as f:
+                return f.read().strip()
+        except OSError:
+            return ""

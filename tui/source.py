@@ -53,6 +53,10 @@ class ControlledSource(Protocol):
         """Build the next snapshots' tree and table from one thread (None: all)."""
         ...
 
+    def show_source_lines(self, on: bool) -> None:
+        """Give frames ``file:line`` from DWARF from now on (costly: only when shown)."""
+        ...
+
 
 class FakeSource:
     """Replays snapshots on demand.
@@ -76,6 +80,7 @@ class FakeSource:
         self.resets = 0
         self.modes: list[TimeSetting] = []
         self.threads: list[int | None] = []
+        self.source_lines: list[bool] = []
 
     def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
         self._on_snapshot = on_snapshot
@@ -104,6 +109,9 @@ class FakeSource:
 
     def select_thread(self, tid: int | None) -> None:
         self.threads.append(tid)
+
+    def show_source_lines(self, on: bool) -> None:
+        self.source_lines.append(on)
 
     def drain(self, timeout_s: float = 5.0) -> None:
         """Wait until the worker thread has delivered everything pushed."""

@@ -66,7 +66,7 @@ async def test_diagnostics_says_trustworthy_when_nothing_lost() -> None:
 
 
 async def test_L_toggles_file_line_in_tree_and_top() -> None:
-    app, _ = demo_app()
+    app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e")
@@ -80,6 +80,7 @@ async def test_L_toggles_file_line_in_tree_and_top() -> None:
         assert "mix_round" in table_column(app, 3)
         await pilot.press("2")
         assert "hash.c" not in tree_line(app, 7)
+    assert source.source_lines == [True, False], "the collector is asked for lines only while shown"
 
 
 async def test_top_sorts_by_any_column() -> None:

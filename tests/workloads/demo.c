@@ -4,6 +4,7 @@
  * and render_response, and some in the kernel through log_line -> write(2);
  * the "compressor" thread spins briefly in compress_block and sleeps.
  * Usage: demo [SECONDS] */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ int main(int argc, char **argv) {
     if (fd < 0) return 1;
     pthread_t tid;
     pthread_create(&tid, NULL, compressor, NULL);
+    pthread_setname_np(tid, "compressor");
     serve(fd, &lim);
     return 0;
 }

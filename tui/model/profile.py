@@ -224,7 +224,9 @@ class Profile:
             node.total_count += count
             node.frozen = None
             nodes.append(node)
-            if not node.total_count - count:  # a new node: note what kind of frame
+            # A new node notes what kind of frame it is; an old one takes
+            # file:line when lines were turned on after it was made.
+            if not node.total_count - count or (frame.file and not node.source):
                 self._describe(node, key, frame)
         node.self_count += count
         self._count_functions(keys, count)

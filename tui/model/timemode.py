@@ -20,12 +20,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bpftop.symbols.frame import Frame
+from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import ThreadShare
 
 Stack = tuple[str, tuple[Frame, ...], int, int]
 """(process, root-first frames, count, tid) as given to ``add``."""
+
+UnknownKey = tuple[Unresolved, str]
+"""Why frames went unnamed, and in which module ("" when the module does not matter)."""
 
 
 class TimeMode(StrEnum):
@@ -73,6 +76,7 @@ class TimedProfile:
         self.setting = setting
         self.thread: int | None = None
         self.thread_samples: dict[int, int] = {}
+        self.unknown: dict[UnknownKey, int] = {}  # samples with such a frame, cumulative
         self._moving: Profile | None = None
         self._ticks: deque[tuple[float, list[Stack]]] = deque()
         self._pending: list[Stack] = []
@@ -84,13 +88,23 @@ class TimedProfile:
         """The profile the snapshot shows in the current mode."""
         return self._moving if self._moving is not None else self.cumulative
 
-    def add(self, process: str, frames: Sequence[Frame], count: int = 1, tid: int = 0) -> None:
-        """One stack's samples (of thread ``tid``)."""
+    def add(
+        self,
+        process: str,
+        frames: Sequence[Frame],
+        count: int = 1,
+        tid: int = 0,
+        unknown: Sequence[UnknownKey] = (),
+    ) -> None:
+        """One stack's samples (of thread ``tid``); ``unknown`` says why (and
+        where) frames of this stack went unnamed, each reason once."""
         if count <= 0:
             return
         kept = frames if isinstance(frames, tuple) else tuple(frames)
         self.cumulative.add(process, kept, count)
         self.thread_samples[tid] = self.thread_samples.get(tid, 0) + count
+        for key in unknown:
+            self.unknown[key] = self.unknown.get(key, 0) + count
         if self._moving is not None and (self.thread is None or tid == self.thread):
             self._moving.add(process, kept, count)
         self._pending.append((process, kept, count, tid))
@@ -159,6 +173,7 @@ class TimedProfile:
         """Forget everything (the mode and the thread stay)."""
         self.cumulative.reset()
         self.thread_samples = {}
+        self.unknown = {}
         self._ticks.clear()
         self._pending = []
         self._rebuild()
@@ -185,8 +200,8 @@ class Commands:
         with self._lock:
             self._setting = setting
 
-    def apply(self, profile: TimedProfile) -> bool:
-        """Apply what was asked since the last call; True if anything changed."""
+    def apply(self, profile: TimedProfile) -> Applied:
+        """Apply what was asked since the last call (true if anything changed)."""
         with self._lock:
             reset, setting, thread = self._reset, self._setting, self._thread
             self._reset, self._setting, self._thread = False, None, None
@@ -196,4 +211,15 @@ class Commands:
             profile.select_thread(thread[0])
         if reset:
             profile.reset()
-        return reset or setting is not None or thread is not None
+        return Applied(reset or setting is not None or thread is not None, reset)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What ``Commands.apply`` did: anything at all, and whether that was a reset."""
+
+    changed: bool
+    reset: bool
+
+    def __bool__(self) -> bool:
+        return self.changed
