@@ -353,6 +353,8 @@ class CallTreeView(ScrollView, can_focus=True):
         if self.match is not None and self.match(node):
             start = label.cell_len - len(node.label)
             label.stylize(self._style("calltree--match"), start, label.cell_len)
+        if node.inlined:
+            label.append(" (inlined)", self._style("calltree--source"))
         if self.show_source and node.source:
             label.append(f"  {node.source}", self._style("calltree--source"))
         label.truncate(label_width, overflow="ellipsis", pad=True)

@@ -46,6 +46,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="HZ",
         help="samples per second per CPU (default 99)",
     )
+    p.add_argument(
+        "--offsets",
+        action="store_true",
+        help="name frames function+0xOFFSET (user and kernel), one entry per address",
+    )
+    p.add_argument(
+        "--mangled",
+        action="store_true",
+        help="keep C++/Rust names as the symbol table spells them (for export)",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
 
 
@@ -127,6 +137,10 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     return sampler
 
 
+def _collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: float) -> Collector:
+    return Collector(args.pid, sampler, interval_s, offsets=args.offsets, mangled=args.mangled)
+
+
 def _live(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError(f"interval {args.interval} s must be positive", "for example -i 0.5")
@@ -136,7 +150,7 @@ def _live(args: argparse.Namespace) -> int:
     from bpftop.tui.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.terminal import terminal_driver
 
-    collector = Collector(args.pid, sampler, args.interval)
+    collector = _collector(args, sampler, args.interval)
     app = BpftopApp(collector, interval_s=args.interval)
     with terminal_driver() as driver:
         app.driver_class = driver
@@ -157,7 +171,7 @@ def _record(args: argparse.Namespace) -> int:
     sampler = _check(args)
     if sampler is None:
         return 0
-    collector = Collector(args.pid, sampler, interval_s=1.0)
+    collector = _collector(args, sampler, interval_s=1.0)
     errors: list[BpftopError] = []
     done = threading.Event()
     sampling_since: list[float] = []  # -d counts from the first sample, not from launch

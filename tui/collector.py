@@ -70,9 +70,20 @@ class Sampler(Protocol):
 class Collector:
     """A :class:`~bpftop.tui.source.SnapshotSource` over a real sampler."""
 
-    def __init__(self, pid: int, sampler: Sampler, interval_s: float) -> None:
+    def __init__(
+        self,
+        pid: int,
+        sampler: Sampler,
+        interval_s: float,
+        *,
+        offsets: bool = False,
+        mangled: bool = False,
+    ) -> None:
+        """``offsets``: name frames ``function+0xOFF`` (one node per address,
+        as perf's sym+off); ``mangled``: as the symbol table spells them."""
         self.pid = pid
         self.interval_s = interval_s
+        self._offsets, self._mangled = offsets, mangled
         self._sampler = sampler
         self._symbolizer = Symbolizer()
         self._profile = TimedProfile()
@@ -218,6 +229,8 @@ class Collector:
             kernel = symbolizer.kernel_frames(sample.kernel_stack)
             head = (MISSING_USER_STACK,) if sample.user_error else ()
             frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
+            if self._offsets or self._mangled:
+                frames = tuple(_relabel(f, self._offsets, self._mangled) for f in frames)
             truncated = bool(user) and looks_truncated(
                 user[-1], len(sample.user_stack), self._max_depth
             )
@@ -258,6 +271,16 @@ class _Stack:
     def __init__(self, frames: tuple[Frame, ...], unknown: tuple[UnknownKey, ...]) -> None:
         self.frames = frames
         self.unknown = unknown
+
+
+def _relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
+    """A named frame renamed: its mangled name, and/or with ``+0xOFF``."""
+    name = frame.raw_function if mangled else frame.function
+    if name is None:
+        return frame
+    if offsets:
+        name = f"{name}+0x{frame.offset:x}"
+    return dataclasses.replace(frame, function=name)
 
 
 def _unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey, ...]:

@@ -90,3 +90,20 @@ def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
     stacks = parse_folded(out)
     assert sum(stacks.values()) > 0
     assert any(s[-1] == "hot_a" for s in stacks), "symbols survive the process's exit"
+
+
+def test_offsets_flag_names_frames_with_their_offsets(workloads: Path, tmp_path: Path) -> None:
+    target = subprocess.Popen([str(workloads / "split"), "30"])
+    try:
+        out = tmp_path / "offsets.folded"
+        result = record(target.pid, out, "-F", "199", "-d", "2", "--offsets")
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    stacks = parse_folded(out)
+    assert stacks, "samples were written"
+    leaves = {s[-1] for s in stacks}
+    assert any(leaf.startswith("hot_a+0x") for leaf in leaves), sorted(leaves)[:10]
+    for stack in stacks:
+        assert all("+0x" in frame for frame in stack[1:]), stack

@@ -407,3 +407,14 @@ async def test_threads_view_enter_shows_one_thread_and_a_all() -> None:
         assert source.threads == [4244, None]
         await pilot.press("enter", "enter")  # choosing the shown thread again: all threads
         assert source.threads == [4244, None, 4244, None]
+
+
+async def test_inlined_frames_are_marked_in_the_tree() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("e")  # the hot path runs through mix_round -> rotate_left
+        lines = [tree_line(app, y) for y in range(len(app.tree_view.rows))]
+        inlined = [line for line in lines if "rotate_left" in line]
+        assert inlined and "rotate_left (inlined)" in inlined[0]
+        assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
