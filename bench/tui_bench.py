@@ -12,9 +12,8 @@ skewed (Zipf-like) distribution. Measured:
   most, in every view; the harness floor on a tiny profile is printed too;
 - memory (RSS) over N simulated minutes of 1 s ticks, model only, per mode.
 
-``--gc-tune`` freezes the loaded objects out of the cyclic GC and raises its
-thresholds (what the CLI could do): without it, full collections over
-millions of nodes cost about a second now and then.
+``--gc-tune`` applies the CLI's ``tune_gc`` (what ``bpftop`` runs with):
+without it, full collections over millions of nodes cost seconds now and then.
 
 Run: ``.venv/bin/python -m bench.tui_bench [--ticks 60] [--minutes 30] [--gc-tune]``.
 """
@@ -33,6 +32,7 @@ import psutil
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app import BpftopApp
+from bpftop.tui.cli import tune_gc
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from bpftop.tui.model.timemode import TimedProfile, TimeMode, TimeSetting
 from bpftop.tui.source import FakeSource
@@ -68,6 +68,8 @@ def make_universe(seed: int = 7) -> list[Stack]:
 class Ticker:
     """Feeds a TimedProfile tick by tick and freezes snapshots, as the collector does."""
 
+    per_tick = PER_TICK
+
     def __init__(self, universe: list[Stack], setting: TimeSetting) -> None:
         self.universe = universe
         self.profile = TimedProfile(setting)
@@ -80,7 +82,8 @@ class Ticker:
         self.profile.end_tick(1.0)
 
     def tick(self) -> Snapshot:
-        picks = self.rng.choices(self.universe, cum_weights=self.cumulative_weights, k=PER_TICK)
+        weights = self.cumulative_weights
+        picks = self.rng.choices(self.universe, cum_weights=weights, k=self.per_tick)
         for stack in picks:
             self.profile.add("app", stack, 1)
         self.profile.end_tick(1.0)
@@ -89,7 +92,7 @@ class Ticker:
     def freeze(self) -> Snapshot:
         self.seq += 1
         current = self.profile.current
-        stats = CollectionStats("bench", float(self.seq), current.total_samples, PER_TICK)
+        stats = CollectionStats("bench", float(self.seq), current.total_samples, self.per_tick)
         return Snapshot(
             seq=self.seq,
             phase=Phase.SAMPLING,
@@ -207,10 +210,12 @@ async def measure_floor() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ticks", type=int, default=60, help="ticks rendered in the app")
+    parser.add_argument("--per-tick", type=int, default=PER_TICK, help="stack samples per tick")
     parser.add_argument("--minutes", type=int, default=30, help="simulated minutes for memory")
     parser.add_argument("--modes", default="cumulative,window,decay", help="modes for memory")
-    parser.add_argument("--gc-tune", action="store_true", help="gc.freeze() + high thresholds")
+    parser.add_argument("--gc-tune", action="store_true", help="as bpftop runs: cli.tune_gc()")
     args = parser.parse_args()
+    Ticker.per_tick = args.per_tick
     asyncio.run(measure_floor())
     t0 = time.perf_counter()
     universe = make_universe()
@@ -218,11 +223,9 @@ def main() -> int:
     tree = ticker.freeze().tree
     load_s = time.perf_counter() - t0
     print(f"universe: {len(universe):,} stacks; build + first load {load_s:.1f} s")
-    print(f"profile: {tree.total_count:,} samples; {PER_TICK:,} stack samples per tick")
+    print(f"profile: {tree.total_count:,} samples; {args.per_tick:,} stack samples per tick")
     if args.gc_tune:
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(200_000, 50, 1_000)
+        tune_gc()
     asyncio.run(measure_app(ticker, args.ticks))
     del ticker, tree
     for mode in args.modes.split(","):

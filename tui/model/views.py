@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 
@@ -43,7 +42,7 @@ def chain_to(tree: CallNode, path: NodePath) -> CallNode:
         nodes.append(found)
     result = nodes[-1]
     for parent in reversed(nodes[:-1]):
-        result = replace(parent, self_count=0, total_count=result.total_count, children=(result,))
+        result = parent._replace(self_count=0, total_count=result.total_count, children=(result,))
     return result
 
 
@@ -61,7 +60,7 @@ def filter_tree(node: CallNode, match: Match) -> CallNode | None:
         return None
     kept.sort(key=lambda c: (-c.total_count, c.label, c.module, c.kernel))
     total = sum(c.total_count for c in kept)
-    return replace(node, self_count=0, total_count=total, children=tuple(kept))
+    return node._replace(self_count=0, total_count=total, children=tuple(kept))
 
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
@@ -157,7 +156,7 @@ def _add_inverted(level: dict[NodeKey, _Inv], callers: Iterator[CallNode], count
 
 def _freeze_inv(level: dict[NodeKey, _Inv]) -> tuple[CallNode, ...]:
     nodes = [
-        replace(inv.node, self_count=inv.self_count, total_count=inv.total_count,
+        inv.node._replace(self_count=inv.self_count, total_count=inv.total_count,
                 children=_freeze_inv(inv.children))
         for inv in level.values()
     ]  # fmt: skip
@@ -178,7 +177,7 @@ def keep_frames(tree: CallNode, keep: Match) -> CallNode:
         acc.self_count += process.self_count
         acc.total_count = process.total_count
         processes.append(_freeze_acc(acc))
-    return replace(tree, children=tuple(processes))
+    return tree._replace(children=tuple(processes))
 
 
 def _keep_into(acc: _Inv, children: tuple[CallNode, ...], keep: Match) -> None:
@@ -196,7 +195,7 @@ def _keep_into(acc: _Inv, children: tuple[CallNode, ...], keep: Match) -> None:
 
 
 def _freeze_acc(acc: _Inv) -> CallNode:
-    return replace(acc.node, self_count=acc.self_count, total_count=acc.total_count,
+    return acc.node._replace(self_count=acc.self_count, total_count=acc.total_count,
                    children=_freeze_inv(acc.children))  # fmt: skip
 
 
