@@ -1,12 +1,13 @@
 """One-line hints for unresolved frames: what the user can do about each reason.
 
-Owns :func:`hint` (a frame in, a short sentence out) and
+Owns :func:`hint` (a frame in, a short sentence out),
 :func:`debug_package_for`, which names the Debian package whose debug symbols
 would name a file: ``dpkg -S`` finds the package that owns it, then the
 ``-dbg`` package is preferred when apt knows it (``libc6-dbg``), else the
-``-dbgsym`` one from the debian-debug archive is named. That lookup runs two
-short commands, so it is computed lazily and once per file, never per sample.
-Nothing here raises.
+``-dbgsym`` one from the debian-debug archive is named; and :class:`Hints`,
+for callers that must not wait for that lookup. It runs short commands that
+take seconds on a busy machine, so it is computed once per file, never per
+sample, and for a live view on a helper thread. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 
 from bpftop.symbols.frame import Frame, Unresolved
@@ -101,10 +103,41 @@ def hint(frame: Frame) -> str:
     return _STATIC_HINTS.get(reason, reason.value)
 
 
+class Hints:
+    """:func:`hint` without waiting: a file's debug-package lookup runs on a
+    helper thread, and until it is done the hint says it is under way."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpftop-hints")
+        self._lookups: dict[str, Future[str | None]] = {}
+
+    def hint(self, frame: Frame) -> str:
+        if frame.reason is not Unresolved.NO_SYMBOLS:
+            return hint(frame)
+        lookup = self._lookups.get(frame.module)
+        if lookup is None:
+            lookup = self._pool.submit(debug_package_for, frame.module)
+            self._lookups[frame.module] = lookup
+        if not lookup.done():
+            name = _file_name(frame.module)
+            return f"{name} {NO_DEBUG_FILE} (looking up which package has them…)"
+        return hint(frame)  # the lookup's answer is cached now
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+NO_DEBUG_FILE = "has no symbols and no debug file was found"
+
+
+def _file_name(module: str) -> str:
+    return os.path.basename(module) if module.startswith("/") else module or "the file"
+
+
 def _no_symbols_hint(module: str) -> str:
-    name = os.path.basename(module) if module.startswith("/") else module or "the file"
+    name = _file_name(module)
     package = debug_package_for(module)
     if package is None:
-        return f"{name} has no symbols and no debug file was found; rebuild it without stripping"
+        return f"{name} {NO_DEBUG_FILE}; rebuild it without stripping"
     where = "" if package.endswith("-dbg") else " (from the debian-debug archive)"
-    return f"{name} has no symbols and no debug file was found: install {package}{where}"
+    return f"{name} {NO_DEBUG_FILE}: install {package}{where}"

@@ -24,7 +24,7 @@ from bpftop.bpf.errors import BpftopError, NoSuchProcessError
 from bpftop.bpf.raw import MapUsage, RawSample, RawTick
 from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
-from bpftop.symbols.hints import hint
+from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.model.snapshot import (
     CollectionStats,
@@ -86,6 +86,7 @@ class Collector:
         self._offsets, self._mangled = offsets, mangled
         self._sampler = sampler
         self._symbolizer = Symbolizer()
+        self._hints = Hints()
         self._profile = TimedProfile()
         self._commands = Commands()
         self._stacks: dict[StackKey, _Stack] = {}
@@ -123,6 +124,7 @@ class Collector:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._sampler.close()
+        self._hints.close()
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
@@ -253,7 +255,7 @@ class Collector:
             tree=current.tree(),
             hot=current.hot_functions(limit=500),
             message=message,
-            unknown=_unknown_shares(profile.unknown),
+            unknown=_unknown_shares(profile.unknown, self._hints),
             maps=self._sampler.map_usage() if live else (),
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
             time_mode=profile.label,
@@ -295,12 +297,13 @@ def _unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey,
     return tuple(keys)
 
 
-def _unknown_shares(counts: dict[UnknownKey, int]) -> tuple[UnknownShare, ...]:
-    """Shares with their hints, most samples first (a hint is computed once per file)."""
+def _unknown_shares(counts: dict[UnknownKey, int], hints: Hints) -> tuple[UnknownShare, ...]:
+    """Shares with their hints, most samples first (a file's hint is looked up
+    once, off this thread)."""
     shares = []
     for (reason, module), samples in counts.items():
         where = f" ({Frame(None, module, 0).module_name})" if module else ""
-        share_hint = hint(Frame(None, module, 0, reason=reason))
+        share_hint = hints.hint(Frame(None, module, 0, reason=reason))
         shares.append(UnknownShare(f"{reason.value}{where}", samples, share_hint))
     shares.sort(key=lambda u: (-u.samples, u.reason))
     return tuple(shares)

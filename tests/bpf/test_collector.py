@@ -89,24 +89,25 @@ def test_threads_time_mode_and_reset_apply_between_ticks(demo) -> None:
         watched.collector.stop()
 
 
-def test_requests_still_answered_after_the_target_exits(workloads: Path) -> None:
-    target = subprocess.Popen([str(workloads / "demo"), "6"])
+def test_requests_still_answered_after_the_target_exits(demo) -> None:
     sampler = CpuSampler(199)
-    watched = Watched(Collector(target.pid, sampler, interval_s=0.5))
+    watched = Watched(Collector(demo.pid, sampler, interval_s=0.5))
     try:
-        target.wait(timeout=30)
+        # The compressor thread is rarely on the CPU: let both threads be seen first.
+        watched.wait(lambda s: len(s.threads) == 2, 30)
+        demo.kill()
+        demo.wait()
         gone = watched.wait(lambda s: s.phase is Phase.EXITED, 10)
         assert watched.collector.finished.wait(5)
         assert not sampler.loaded, "probes are detached once the target is gone"
         worker = next(t for t in gone.threads if t.name == "compressor")
         watched.collector.select_thread(worker.tid)
         one = watched.wait(lambda s: s.time_mode.endswith(f"thread {worker.tid}"), 5)
-        assert one.phase is Phase.EXITED and labels(one) >= {"compress_block"}
+        assert one.phase is Phase.EXITED
+        assert one.tree.total_count == worker.samples, "exactly that thread's samples"
         assert "mix_round" not in labels(one)
     finally:
         watched.collector.stop()
-        target.kill()
-        target.wait()
 
 
 def test_unknown_frames_counted_by_reason_with_a_hint(workloads: Path, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s:
 
 
 async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads: Path) -> None:
-    target = subprocess.Popen([str(workloads / "split"), "6"])
+    target = subprocess.Popen([str(workloads / "split"), "10"])  # outlives a slow compile
     sampler = CpuSampler(199)
     app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5))
     try:
