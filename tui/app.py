@@ -19,6 +19,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.app_source import SourceApp
+from bpftop.tui.background import Background
 from bpftop.tui.callers_view import CallersView
 from bpftop.tui.calltree_view import CallTreeView
 from bpftop.tui.diagnostics import DiagnosticsView
@@ -29,7 +30,7 @@ from bpftop.tui.hot_table import HotTable
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
-from bpftop.tui.model.viewstate import Derived, ViewState
+from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
 from bpftop.tui.source import ControlledSource, SnapshotSource
 from bpftop.tui.threads_view import ThreadsView
 from bpftop.tui.views_nav import TITLES, VIEWS, breadcrumb_text, delta_decorator, jump_to_match
@@ -103,6 +104,8 @@ class BpftopApp(SourceApp):
         self.state = ViewState()
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_written: Path | None = None
+        self.last_derived: Derived | None = None
+        self.deriving: Background[Derived] = Background(self, "derive")
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(None, False, self.interval_s), id="header")
@@ -150,6 +153,10 @@ class BpftopApp(SourceApp):
         self.tree_view.focus()
         self.start_source()
 
+    def on_unmount(self) -> None:
+        super().on_unmount()
+        self.deriving.close()
+
     def on_new_snapshot(self, snapshot: Snapshot) -> None:
         """A snapshot arrived (on the app thread): track the rate, show unless paused."""
         if self.latest is None or snapshot.seq != self.latest.seq:
@@ -170,9 +177,36 @@ class BpftopApp(SourceApp):
         self.render_view()
 
     def _derived(self) -> Derived | None:
+        """What the views show for the shown snapshot and the user's choices.
+
+        With a filter or K/U active this walks the whole tree (seconds on a
+        large profile), so it is made on a worker; until it is done the views
+        keep the last one made."""
         if self.shown is None:
             return None
-        return self.state.derive(self.shown.tree, self.shown.hot)
+        snap, state = self.shown, self.state
+        found = state.cached(snap.tree)
+        if found is None and state.plain:
+            found = state.derive(snap.tree, snap.hot)
+        if found is None:
+            tree, hot, wanted, job = snap.tree, snap.hot, state.wanted, state.derive_job()
+            found = self.deriving.submit(
+                (id(tree), wanted),
+                lambda: derive_view(tree, hot, *job),
+                lambda done: self._derive_done(tree, wanted, done),
+            )
+            if found is not None:
+                state.remember(tree, wanted, found)
+        if found is not None:
+            self.last_derived = found
+        return self.last_derived
+
+    def _derive_done(self, tree: CallNode, wanted: tuple[bool, str, str], done: Derived) -> None:
+        """A derived view made on the worker: remember it and show it."""
+        self.state.remember(tree, wanted, done)
+        self.last_derived = done
+        if self.shown is not None:
+            self.show(self.shown)
 
     def render_view(self) -> None:
         """Redraw the current view from the shown snapshot and the view state."""

@@ -1,25 +1,19 @@
 """The Callers view: the bottom-up tree of the selected function.
 
 Building it walks the whole call tree, which at profiler scale takes longer
-than a frame. Snapshot trees are immutable, so builds run in a worker thread:
-the app waits for at most ``SYNC_WAIT_S``; past that the view keeps showing
-the previous result (marked as updating) until the new one arrives. While a
-build runs, newer requests replace each other: only the latest one runs next.
+than a frame, so builds run on a :class:`~bpftop.tui.background.Background`
+worker: the view keeps showing the previous result (marked as updating)
+until the new one arrives.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
+from bpftop.tui.background import Background
 from bpftop.tui.calltree_view import CallTreeView
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, callers_tree
-
-SYNC_WAIT_S = 0.03
-"""How long the app thread waits for a build before showing it later."""
 
 Built = tuple[CallNode, NodeKey, CallNode, float]
 
@@ -38,13 +32,15 @@ class CallersView(CallTreeView):
         self.open_depth = 3
         self.last_cost_s = 0.0
         self.updating = False
-        self.async_builds = 0
-        self.sync_wait_s = SYNC_WAIT_S
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpftop-callers")
-        self._in_flight: Future[Built] | None = None
-        self._next: tuple[CallNode, NodeKey, int | None] | None = None
+        self._builds: Background[Built] | None = None
+
+    @property
+    def builds(self) -> Background[Built]:
+        if self._builds is None:
+            self._builds = Background(self.app, "callers")
+        return self._builds
 
     def show_callers(
         self,
@@ -68,40 +64,16 @@ class CallersView(CallTreeView):
         built = self._built_for
         if built is not None and built[0] is tree and built[1] == key:
             return
-        if self._in_flight is not None:
-            self._next = (tree, key, expected)  # runs when the current build is done
-            return
-        self._submit(tree, key, expected)
-
-    def _submit(self, tree: CallNode, key: NodeKey, expected: int | None) -> None:
-        future = self._pool.submit(build, tree, key, expected)
-        if self.sync_wait_s > 0:
-            try:
-                self._apply(future.result(timeout=self.sync_wait_s))
-                return
-            except FutureTimeout:
-                pass
-        self.updating = True
-        self.async_builds += 1
-        self._in_flight = future
-        future.add_done_callback(self._done_in_worker)
-
-    def _done_in_worker(self, future: Future[Built]) -> None:
-        """Called on the worker thread: hand the result to the app thread."""
-        if future.cancelled() or future.exception() is not None:
-            return
-        with contextlib.suppress(RuntimeError):  # the app is gone
-            self.app.call_from_thread(self._finished, future.result())
-
-    def _finished(self, built: Built) -> None:
-        self._in_flight = None
-        self._apply(built)
-        queued, self._next = self._next, None
-        if queued is not None:
-            self.show_callers(queued[0], queued[1], self.match, self.show_source, queued[2])
+        job = (id(tree), key)
+        result = self.builds.submit(job, lambda: build(tree, key, expected), self._apply)
+        if result is not None:
+            self._apply(result)
+        else:
+            self.updating = True
 
     def on_unmount(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._builds is not None:
+            self._builds.close()
 
     def _apply(self, built: Built) -> None:
         tree, key, result, cost = built

@@ -374,13 +374,13 @@ async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done() -> None
         await pilot.press("e", "up", "3")
         callers = app.callers_view
         first = [row.node.label for row in callers.rows]
-        callers.sync_wait_s = 0  # as if every build were slow: never wait for one
+        callers.builds.sync_wait_s = 0  # as if every build were slow: never wait for one
         source.push(demo_snapshot(2, later=True))
         for _ in range(100):
             await pilot.pause(0.01)
             if not callers.updating:
                 break
-        assert callers.async_builds == 1  # the build went to a worker thread
+        assert callers.builds.async_jobs == 1  # the build went to a worker thread
         assert not callers.updating
         assert [row.node.label for row in callers.rows] == first
         assert callers.call_tree.total_count == 4_210 + 1_175 + 180 + 300
@@ -418,3 +418,29 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
+
+
+async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done() -> None:
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.deriving.sync_wait_s = 0  # as if every derive were slow: never wait for one
+        await pilot.press("slash", *"write", "enter", "f")
+        for _ in range(100):
+            await pilot.pause(0.01)
+            if not app.deriving.busy and "hash_payload" not in tree_labels(app):
+                break
+        assert app.deriving.async_jobs >= 1, "the filtered tree was made on the worker"
+        labels = tree_labels(app)
+        assert "hash_payload" not in labels and "send_response" in labels
+        source.push(demo_snapshot(2, later=True))  # a new tick: derived again, off the app thread
+        for _ in range(100):
+            await pilot.pause(0.01)
+            assert app.shown is not None
+            if not app.deriving.busy and app.last_derived is app.state.cached(app.shown.tree):
+                break
+        assert app.shown is not None and app.shown.seq == 2
+        assert app.state.cached(app.shown.tree) is app.last_derived is not None
+        assert "hash_payload" not in tree_labels(app) and "send_response" in tree_labels(app)
+        await pilot.press("f")  # plain again: no worker needed
+        assert "hash_payload" in tree_labels(app)

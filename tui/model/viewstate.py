@@ -43,6 +43,18 @@ class Derived:
     hot: tuple[HotFunction, ...]
 
 
+def derive_view(
+    tree: CallNode, hot: tuple[HotFunction, ...], frames: str, match: Match | None
+) -> Derived:
+    """What the views show: ``frames`` kept (see FRAME_FILTERS), then only the
+    stacks ``match`` finds. Pure, so it may run on a worker thread."""
+    keep = FRAME_FILTERS[frames]
+    shown = keep_frames(tree, keep) if keep is not None else tree
+    if match is not None:
+        shown = filter_tree(shown, match) or CallNode(tree.label)
+    return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
+
+
 class ViewState:
     """The user's choices; the app owns one and only touches it on its thread."""
 
@@ -112,18 +124,36 @@ class ViewState:
         self.frames = "all" if self.frames == wanted else wanted
         return self.frames
 
+    @property
+    def wanted(self) -> tuple[bool, str, str]:
+        """What a derived view depends on besides the snapshot."""
+        return (self.filtering, self.pattern, self.frames)
+
+    @property
+    def plain(self) -> bool:
+        """True when the views show the snapshot as it is (deriving costs nothing)."""
+        return self.frames == "all" and not (self.filtering and self.match is not None)
+
+    def cached(self, tree: CallNode) -> Derived | None:
+        """The derived view of ``tree`` for the current choices, if already made."""
+        cached = self._cache
+        if cached is not None and cached[0] is tree and cached[1] == self.wanted:
+            return cached[2]
+        return None
+
+    def remember(self, tree: CallNode, wanted: tuple[bool, str, str], derived: Derived) -> None:
+        self._cache = (tree, wanted, derived)
+
+    def derive_job(self) -> tuple[str, Match | None]:
+        """The arguments of :func:`derive_view` for the current choices."""
+        return self.frames, self.match if self.filtering else None
+
     def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""
-        cached = self._cache
-        wanted = (self.filtering, self.pattern, self.frames)
-        if cached is not None and cached[0] is tree and cached[1] == wanted:
-            return cached[2]
-        keep = FRAME_FILTERS[self.frames]
-        shown = keep_frames(tree, keep) if keep is not None else tree
-        if self.filtering and self.match is not None:
-            shown = filter_tree(shown, self.match) or CallNode(tree.label)
-        derived = Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
-        self._cache = (tree, wanted, derived)
+        derived = self.cached(tree)
+        if derived is None:
+            derived = derive_view(tree, hot, *self.derive_job())
+            self.remember(tree, self.wanted, derived)
         return derived
 
     def export_tree(self, tree: CallNode) -> CallNode:
