@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from functools import lru_cache
 
 from bpftop.symbols.frame import Frame, Unresolved
@@ -105,26 +105,26 @@ def hint(frame: Frame) -> str:
 
 class Hints:
     """:func:`hint` without waiting: a file's debug-package lookup runs on a
-    helper thread, and until it is done the hint says it is under way."""
+    daemon thread (never holding up exit), and until it is done the hint
+    says it is under way. Used from one thread."""
 
     def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bpftop-hints")
-        self._lookups: dict[str, Future[str | None]] = {}
+        self._lookups: dict[str, threading.Thread] = {}
 
     def hint(self, frame: Frame) -> str:
         if frame.reason is not Unresolved.NO_SYMBOLS:
             return hint(frame)
         lookup = self._lookups.get(frame.module)
         if lookup is None:
-            lookup = self._pool.submit(debug_package_for, frame.module)
+            lookup = threading.Thread(
+                target=debug_package_for, args=(frame.module,), name="bpftop-hint", daemon=True
+            )
+            lookup.start()
             self._lookups[frame.module] = lookup
-        if not lookup.done():
+        if lookup.is_alive():
             name = _file_name(frame.module)
             return f"{name} {NO_DEBUG_FILE} (looking up which package has them…)"
         return hint(frame)  # the lookup's answer is cached now
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 NO_DEBUG_FILE = "has no symbols and no debug file was found"

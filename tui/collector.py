@@ -119,7 +119,6 @@ class Collector:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._sampler.close()
-        self._hints.close()
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
