@@ -24,6 +24,10 @@ import psutil
 
 from tests.conftest import BPFTOP, WORKLOADS
 
+# The first frame under the process in the (collapsed) call tree, the view
+# bpftop opens on: on screen once the first samples are symbolized.
+DATA_MARK = b"__libc_start_call_main"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -60,7 +64,7 @@ def main() -> None:
             now = time.perf_counter() - launched
             if first_frame is None and b"profile:hz" in screen:
                 first_frame = now
-            if first_data is None and b"mix_round" in screen:
+            if first_data is None and DATA_MARK in screen:
                 first_data = now
                 cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
             screen = screen[-4096:]
