@@ -12,6 +12,35 @@ struct sample_key {
     s32 kernel_stack_id;
 };
 
+/* Weighted probes (uretprobe latency, off-CPU time): stack ids refer to the
+ * run-long `wstacks` map; `leaf_ip` (uretprobe: the probed function's entry
+ * address, 0 otherwise) goes innermost on the user stack. */
+struct wkey {
+    u32 tgid;
+    u32 tid;
+    s32 user_stack_id;
+    s32 kernel_stack_id;
+    u64 leaf_ip;
+};
+
+struct wvalue {
+    u64 count;
+    u64 weight_ns;
+};
+
+/* A call in flight (uretprobe) or a thread blocked (offcpu), by tid. */
+struct pending {
+    u64 start_ns;
+    u64 ip;
+    u32 tgid;
+    s32 user_stack_id;
+    s32 kernel_stack_id;
+    u32 pad;
+};
+
+/* -EFAULT: what bpf_get_stackid says for a kernel stack in user mode. */
+#define NO_STACK_EFAULT (-14)
+
 /* Rare events, sent through the perf buffer (never one per sample). */
 #define EVENT_EXIT 1
 
@@ -25,5 +54,11 @@ struct event {
 /* Indices of the per-CPU drop counters. */
 #define DROP_COUNTS_FULL 0
 #define DROP_SLOTS 1
+
+/* Slots of the `control` array: what user space changes during a run. */
+#define CONTROL_GENERATION 0
+#define CONTROL_ALL_PROCESSES 1 /* 1: every process is a target (-a) */
+#define CONTROL_OFFCPU_MIN_US 2 /* offcpu: ignore shorter blocks */
+#define CONTROL_SLOTS 3
 
 #endif

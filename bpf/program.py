@@ -1,15 +1,18 @@
 """The compiled BPF program and every kernel resource it owns.
 
-:class:`CpuSampler` compiles ``bpftop.bpf.c`` once, attaches a cpu-clock
-perf event on every CPU (filtered in the kernel to the target tgids) and the
+:class:`CpuSampler` compiles ``bpftop.bpf.c`` once (handlers for every probe
+kind), attaches the active probe (a cpu-clock perf event on every CPU by
+default; filtered in the kernel to the target tgids) and the
 ``sched_process_exit`` tracepoint, and drains the maps into a :class:`RawTick`
-each tick. ``close()`` (or leaving the ``with`` block) detaches everything.
+each tick. ``switch()`` changes the probe by attach/detach only.
+``close()`` (or leaving the ``with`` block) detaches everything.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes as ct
+import dataclasses
 import errno
 import time
 from collections.abc import Iterable
@@ -17,16 +20,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bpftop.bpf.attach import CALL_ENTRY, CALL_RETURN, HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import Addresses, ExitEvent, MapUsage, RawSample, RawTick
+from bpftop.bpf.resolve import resolve
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 EVENT_EXIT = 1  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
+CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US = 1, 2  # bpftop.h
+NO_STACK_EFAULT = -14
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
@@ -35,19 +43,29 @@ class CpuSampler:
 
     def __init__(
         self,
-        sample_hz: int,
+        sample_hz: int = 99,
         *,
+        probe: ProbeSpec | None = None,
+        system_wide: bool = False,
         counts_size: int = 65536,
         stack_storage_size: int = 32768,
+        wstack_storage_size: int = 16384,
         targets_size: int = 1024,
         source: Path = PROGRAM_FILE,
     ) -> None:
+        """``probe``: what to attach first (default: profile:hz:``sample_hz``);
+        ``system_wide``: every process is a target (-a)."""
         self.sample_hz = sample_hz
+        self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
+        self.system_wide = system_wide
         self.defines = {
             "COUNTS_SIZE": counts_size,
             "STACK_STORAGE_SIZE": stack_storage_size,
+            "WSTACK_STORAGE_SIZE": wstack_storage_size,
             "TARGETS_SIZE": targets_size,
         }
+        self._pids: tuple[int, ...] = ()
+        self._attachment: Attachment | None = None
         self.source = source
         self.header_note = ""
         self._bpf: Any = None
@@ -62,7 +80,7 @@ class CpuSampler:
 
     @property
     def probe(self) -> str:
-        return f"profile:hz:{self.sample_hz}"
+        return str(self.spec)
 
     @property
     def loaded(self) -> bool:
@@ -93,7 +111,7 @@ class CpuSampler:
                 self._bpf = bcc.BPF(src_file=str(self.source).encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
-                self._sample_fn = self._bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
+                self._load_handlers(bcc)
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -102,28 +120,66 @@ class CpuSampler:
             raise _load_error(failure, log.text)
         self._stats_fd = enable_run_stats()
 
+    def _load_handlers(self, bcc: Any) -> None:
+        """Load (verify) every handler now, so attaching later never compiles."""
+        bpf = self._bpf
+        # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
+        bpf.detach_tracepoint(b"sched:sched_switch")
+        self._sample_fn = bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)
+        for name in (b"on_probe_hit", b"on_kprobe_hit", CALL_ENTRY, CALL_RETURN):
+            bpf.load_func(name, bcc.BPF.KPROBE)
+        bpf.load_func(HANDLERS[ProbeKind.TRACEPOINT], bcc.BPF.TRACEPOINT)
+        if self.system_wide:
+            self._bpf[b"control"][ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(1)
+
     def set_targets(self, pids: Iterable[int]) -> None:
+        self._pids = tuple(pids)
         targets = self._bpf[b"targets"]
         targets.clear()
-        for pid in pids:
+        for pid in self._pids:
             targets[ct.c_uint32(pid)] = ct.c_uint8(1)
 
     def start(self) -> None:
-        """Attach the cpu-clock perf event on every CPU."""
-        bcc = import_bcc()
-        try:
-            self._bpf.attach_perf_event(
-                ev_type=bcc.PerfType.SOFTWARE,  # type: ignore[attr-defined]
-                ev_config=bcc.PerfSWConfig.CPU_CLOCK,  # type: ignore[attr-defined]
-                fn_name=b"on_cpu_sample",
-                sample_freq=self.sample_hz,
-            )
-        except Exception as exc:
-            raise BpfLoadError(
-                f"cannot attach the cpu-clock perf event: {exc}",
-                "check perf_event_paranoid and that the kernel has perf events",
-            ) from None
+        """Attach the probe given at construction (raises ProbeSpecError)."""
+        self._attach(self.spec)
         self._last_drain = time.monotonic()
+
+    def switch(self, spec: ProbeSpec) -> RawTick:
+        """Make ``spec`` the active probe; returns what the old one counted last.
+
+        The new spec is resolved first: one that cannot be used raises
+        ProbeSpecError and leaves the running probe untouched. No compile:
+        the old probe is detached, its last counts drained, the new attached.
+        """
+        plan = resolve(spec, self._pids, self.system_wide)
+        old = self._attachment
+        if old is not None:
+            old.detach()
+        tick = self.drain()
+        self._reset_pending(spec)
+        try:
+            self._attachment = Attachment(self._bpf, plan)
+        except Exception:
+            if old is not None:
+                self._attachment = Attachment(self._bpf, old.plan)
+            raise
+        self.spec = spec
+        return tick
+
+    def _attach(self, spec: ProbeSpec) -> None:
+        plan = resolve(spec, self._pids, self.system_wide)
+        self._reset_pending(spec)
+        self._attachment = Attachment(self._bpf, plan)
+        self.spec = spec
+
+    def _reset_pending(self, spec: ProbeSpec) -> None:
+        """Forget calls in flight, blocked threads and weighted stacks (nothing
+        refers to them once the weighted probe is detached and drained)."""
+        self._bpf[b"calls"].clear()
+        self._bpf[b"blocked"].clear()
+        _clear_stacks(self._bpf[b"wstacks"])
+        minimum = spec.number if spec.kind is ProbeKind.OFFCPU else 0
+        self._bpf[b"control"][ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(minimum)
 
     def drain(self) -> RawTick:
         """Take everything counted since the last drain, exactly once."""
@@ -135,6 +191,10 @@ class CpuSampler:
         stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
         entries = _drain_hash(counts)
         samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
+        weighted = _drain_hash(self._bpf[f"wcounts{old}".encode()])
+        if weighted:
+            wstacks = _StackReader(self._bpf[b"wstacks"])
+            samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
         self._drained = {"counts": len(entries), "stacks": stacks.distinct}
         _clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
@@ -188,6 +248,7 @@ class CpuSampler:
         """Detach every probe and free the program; safe to call twice."""
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
+            self._attachment = None
             bpf.cleanup()
         disable_run_stats(self._stats_fd)
         self._stats_fd = None
@@ -246,6 +307,12 @@ class _StackReader:
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
         return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+
+    def weighted(self, key: Any, value: Any) -> RawSample:
+        """A uretprobe/offcpu entry: count and ns, the probed function innermost."""
+        sample = self.sample(key, int(value.count))
+        user = ((int(key.leaf_ip),) if key.leaf_ip else ()) + sample.user_stack
+        return dataclasses.replace(sample, user_stack=user, weight_ns=int(value.weight_ns))
 
 
 def _clear_stacks(table: Any) -> None:

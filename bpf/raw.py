@@ -14,7 +14,9 @@ class RawSample:
 
     A stack that could not be read is empty and its ``*_error`` names the
     errno (``"EFAULT"``, ``"EEXIST"``, ``"ENOMEM"``); for a sample taken in
-    user mode the kernel stack is simply empty, not an error.
+    user mode the kernel stack is simply empty, not an error. Weighted probes
+    (uretprobe latency, offcpu) also give ``weight_ns``: the time summed over
+    the ``count`` events.
     """
 
     tgid: int
@@ -24,6 +26,7 @@ class RawSample:
     count: int
     user_error: str = ""
     kernel_error: str = ""
+    weight_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +67,7 @@ class RawTick:
     @property
     def total_samples(self) -> int:
         return sum(s.count for s in self.samples)
+
+    @property
+    def total_weight_ns(self) -> int:
+        return sum(s.weight_ns for s in self.samples)

@@ -1,0 +1,112 @@
+"""Attaching one resolved probe (a :class:`Plan`) to the loaded program, and detaching it.
+
+Every probe kind has its handler in the one compiled program, so attaching
+is only perf_event_open / uprobe / tracepoint calls: no compile. An
+:class:`Attachment` remembers exactly what it attached (uprobe event names
+included) and detaches all of it; a failure half-way detaches what was
+already attached before raising.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available
+
+HANDLERS = {
+    ProbeKind.PROFILE: b"on_cpu_sample",
+    ProbeKind.SOFTWARE: b"on_cpu_sample",
+    ProbeKind.HARDWARE: b"on_cpu_sample",
+    ProbeKind.UPROBE: b"on_probe_hit",
+    ProbeKind.USDT: b"on_probe_hit",
+    ProbeKind.TRACEPOINT: b"on_tracepoint",
+    ProbeKind.KPROBE: b"on_kprobe_hit",
+    ProbeKind.KRETPROBE: b"on_kprobe_hit",
+    ProbeKind.OFFCPU: b"tracepoint__sched__sched_switch",
+}
+CALL_ENTRY, CALL_RETURN = b"on_call_entry", b"on_call_return"
+
+
+class Attachment:
+    """One probe attached to a loaded BCC program."""
+
+    def __init__(self, bpf: Any, plan: Plan) -> None:
+        self.plan = plan
+        self._bpf = bpf
+        self._uprobe_events: list[bytes] = []
+        self._attached = False
+        try:
+            self._attach()
+        except Exception as exc:
+            self.detach()
+            if isinstance(exc, UnsupportedProbeError):
+                raise
+            raise UnsupportedProbeError(
+                f"cannot attach {plan.spec}: {exc}", "check the spec and dmesg"
+            ) from None
+
+    def _attach(self) -> None:
+        plan, bpf, kind = self.plan, self._bpf, self.plan.spec.kind
+        self._attached = True
+        if plan.perf_type >= 0:
+            rate = {
+                "sample_freq" if kind is ProbeKind.PROFILE else "sample_period": plan.spec.number
+            }
+            bpf.attach_perf_event(
+                ev_type=plan.perf_type, ev_config=plan.perf_config, fn_name=HANDLERS[kind], **rate
+            )
+        elif plan.tracepoint:
+            bpf.attach_tracepoint(tp=plan.tracepoint.encode(), fn_name=HANDLERS[kind])
+        elif plan.kernel_function:
+            self._attach_kprobe(kind)
+        else:
+            self._attach_sites(kind)
+
+    def _attach_kprobe(self, kind: ProbeKind) -> None:
+        if not kprobes_available():  # checked at resolve time too; the kernel may lack them
+            raise UnsupportedProbeError(
+                "kprobes are not available: this kernel was built without CONFIG_KPROBES",
+                "use tracepoint: probes on this kernel",
+            )
+        event = self.plan.kernel_function.encode()
+        if kind is ProbeKind.KRETPROBE:
+            self._bpf.attach_kretprobe(event=event, fn_name=HANDLERS[kind])
+        else:
+            self._bpf.attach_kprobe(event=event, fn_name=HANDLERS[kind])
+
+    def _attach_sites(self, kind: ProbeKind) -> None:
+        bpf = self._bpf
+        for site in self.plan.sites:
+            path = site.path.encode()
+            before = set(bpf.uprobe_fds)
+            if kind is ProbeKind.URETPROBE:
+                bpf.attach_uprobe(name=path, addr=site.address, fn_name=CALL_ENTRY, pid=site.pid)
+                bpf.attach_uretprobe(
+                    name=path, addr=site.address, fn_name=CALL_RETURN, pid=site.pid
+                )
+            else:
+                bpf.attach_uprobe(
+                    name=path, addr=site.address, fn_name=HANDLERS[kind], pid=site.pid
+                )
+            self._uprobe_events += [ev for ev in bpf.uprobe_fds if ev not in before]
+
+    def detach(self) -> None:
+        """Detach everything this attachment attached; safe to call twice."""
+        if not self._attached:
+            return
+        self._attached = False
+        plan, bpf = self.plan, self._bpf
+        for ev in self._uprobe_events:
+            if ev in bpf.uprobe_fds:
+                bpf.detach_uprobe_event(ev)
+        self._uprobe_events.clear()
+        if plan.perf_type >= 0 and (plan.perf_type, plan.perf_config) in bpf.open_perf_events:
+            bpf.detach_perf_event(ev_type=plan.perf_type, ev_config=plan.perf_config)
+        if plan.tracepoint and plan.tracepoint.encode() in bpf.tracepoint_fds:
+            bpf.detach_tracepoint(plan.tracepoint.encode())
+        if plan.kernel_function:
+            for detach in (bpf.detach_kprobe, bpf.detach_kretprobe):
+                with contextlib.suppress(Exception):  # not attached
+                    detach(plan.kernel_function.encode())

@@ -1,0 +1,268 @@
+"""From a :class:`ProbeSpec` to what must be attached, or a clear error why not.
+
+Resolution happens before anything is detached, so a spec that cannot be used
+leaves the running probe alone. A uprobe TARGET that is not a path is looked
+up in the target processes' own /proc/PID/maps (``c`` -> the libc.so.6 the
+process really maps), then through ldconfig and PATH. SYMBOL globs are
+matched against the binary's function symbols (BCC enumerates them), capped
+at :data:`MAX_SITES`; a symbol that matches nothing gets near matches in the
+error. Kernel features the spec needs (kprobes, a hardware PMU, tracefs
+events) are checked here and named in the error when missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import fnmatch
+import functools
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bpftop.bpf.environment import import_bcc
+from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, ProbeSpec, ProbeSpecError
+
+MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
+TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
+PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE = 0, 1
+SOFTWARE_CPU_CLOCK = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UserSite:
+    """One user-space address to probe: ``address`` as BCC's ``addr`` wants it."""
+
+    path: str
+    address: int
+    symbol: str
+    pid: int  # -1: every process mapping the file
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything needed to attach one spec (only the fields of its kind are set)."""
+
+    spec: ProbeSpec
+    sites: tuple[UserSite, ...] = ()
+    tracepoint: str = ""  # "category:name"
+    kernel_function: str = ""
+    perf_type: int = -1
+    perf_config: int = -1
+
+
+class UnsupportedProbeError(ProbeSpecError):
+    """The spec is well formed but this kernel or machine cannot run it."""
+
+
+def resolve(spec: ProbeSpec, pids: Sequence[int], system_wide: bool = False) -> Plan:
+    """What to attach for ``spec`` on these targets; raises ProbeSpecError."""
+    kind = spec.kind
+    if kind is ProbeKind.PROFILE:
+        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_CPU_CLOCK)
+    if kind is ProbeKind.SOFTWARE:
+        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_EVENTS[spec.name])
+    if kind is ProbeKind.HARDWARE:
+        _check_hardware(spec)
+        return Plan(spec, perf_type=PERF_TYPE_HARDWARE, perf_config=HARDWARE_EVENTS[spec.name])
+    if kind in (ProbeKind.TRACEPOINT, ProbeKind.OFFCPU):
+        name = "sched:sched_switch" if kind is ProbeKind.OFFCPU else f"{spec.target}:{spec.name}"
+        _check_tracepoint(name)
+        return Plan(spec, tracepoint=name)
+    if kind in (ProbeKind.KPROBE, ProbeKind.KRETPROBE):
+        _check_kprobes()
+        return Plan(spec, kernel_function=spec.name)
+    targets = _paths(spec.target, pids, system_wide)
+    if kind is ProbeKind.USDT:
+        return Plan(spec, sites=_usdt_sites(spec, targets))
+    return Plan(spec, sites=_symbol_sites(spec, targets))
+
+
+def kprobes_available() -> bool:
+    return Path("/sys/bus/event_source/devices/kprobe").exists() or any(
+        (events.parent / "kprobe_events").exists() for events in TRACEFS_EVENTS
+    )
+
+
+def _check_kprobes() -> None:
+    if not kprobes_available():
+        raise UnsupportedProbeError(
+            "kprobes are not available: this kernel was built without CONFIG_KPROBES",
+            "use tracepoint: probes (or uprobe: in user space) on this kernel",
+        )
+
+
+def tracepoint_names() -> tuple[str, ...]:
+    """Every "category:name" the kernel offers, sorted (for checks and completion)."""
+    for events in TRACEFS_EVENTS:
+        if events.is_dir():
+            return _tracepoints_in(str(events))
+    return ()
+
+
+@functools.lru_cache(maxsize=2)
+def _tracepoints_in(events: str) -> tuple[str, ...]:
+    names = []
+    for category in os.scandir(events):
+        if category.is_dir():
+            names += [f"{category.name}:{e.name}" for e in os.scandir(category.path) if e.is_dir()]
+    return tuple(sorted(names))
+
+
+def _check_tracepoint(name: str) -> None:
+    known = tracepoint_names()
+    if not known:
+        raise UnsupportedProbeError(
+            "no tracefs: tracepoints cannot be listed or attached",
+            "mount -t tracefs tracefs /sys/kernel/tracing",
+        )
+    if name not in known:
+        near = difflib.get_close_matches(name, known, n=4, cutoff=0.6)
+        raise ProbeSpecError(
+            f"no tracepoint {name}", _near_hint(near, "see /sys/kernel/tracing/events")
+        )
+
+
+def _near_hint(near: Sequence[str], otherwise: str) -> str:
+    return f"did you mean: {', '.join(near)}" if near else otherwise
+
+
+def _check_hardware(spec: ProbeSpec) -> None:
+    """Open (disabled) and close the hardware event on ourselves: does the PMU exist?"""
+    attr = (ctypes.c_uint64 * 16)()
+    attr[0] = PERF_TYPE_HARDWARE | (128 << 32)  # type, size
+    attr[1] = HARDWARE_EVENTS[spec.name]  # config
+    attr[6] = 1  # flags: disabled
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = int(libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0))  # perf_event_open (x86_64)
+    if fd >= 0:
+        os.close(fd)
+        return
+    err = ctypes.get_errno()
+    raise UnsupportedProbeError(
+        f"hardware event {spec.name} is not supported on this machine "
+        f"({os.strerror(err)}: no hardware PMU, as on most VMs)",
+        "use software: events or profile:hz:N instead",
+    )
+
+
+def mapped_files(pid: int) -> tuple[str, ...]:
+    """Paths of the files mapped executable in a process, in map order, once each."""
+    try:
+        text = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return ()
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and "x" in fields[1] and fields[5].startswith("/"):
+            seen[fields[5].removesuffix(" (deleted)")] = None
+    return tuple(seen)
+
+
+def _matches_name(path: str, name: str) -> bool:
+    base = os.path.basename(path)
+    return (
+        base == name
+        or base.startswith((f"lib{name}.so", f"{name}.so", f"lib{name}-"))
+        or (name.startswith("lib") and base.startswith(f"{name}.so"))
+    )
+
+
+def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[str, int], ...]:
+    """(path, pid) pairs for a TARGET; pid -1 means every process (with -a)."""
+    if "/" in target:
+        if not os.path.exists(target):
+            raise ProbeSpecError(f"no file {target}", "give an existing path or a library name")
+        return tuple((target, -1 if system_wide else pid) for pid in pids or [-1])
+    found = [(p, pid) for pid in pids for p in mapped_files(pid) if _matches_name(p, target)]
+    if found and not system_wide:
+        return tuple(dict.fromkeys(found))
+    if found:
+        return tuple(dict.fromkeys((p, -1) for p, _ in found))
+    fallback = _library_path(target)
+    if fallback and (system_wide or not pids):
+        return ((fallback, -1),)
+    mapped = sorted({os.path.basename(p) for pid in pids for p in mapped_files(pid)})
+    raise ProbeSpecError(
+        f"no binary or library '{target}' is mapped by the target",
+        f"give a path, or one of: {', '.join(mapped[:8])}" if mapped else "give a path",
+    )
+
+
+def _library_path(name: str) -> str:
+    bcc = import_bcc()
+    found = bcc.BPF.find_library(name.encode())  # type: ignore[attr-defined]
+    if found:
+        return str(found.decode())
+    return shutil.which(name) or ""
+
+
+@functools.lru_cache(maxsize=32)
+def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
+    """(name, address) of every function symbol in an ELF file, as BCC sees them."""
+    bcc = import_bcc()
+    try:
+        found = bcc.BPF.get_user_functions_and_addresses(path.encode(), b".*")  # type: ignore[attr-defined]
+    except Exception:
+        return ()
+    return tuple((name.decode(errors="replace"), int(addr)) for name, addr in found)
+
+
+def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
+    sites: dict[tuple[str, int, int], UserSite] = {}
+    for path, pid in targets:
+        symbols = function_symbols(path)
+        for name, address in symbols:
+            if fnmatch.fnmatchcase(name, spec.name) if spec.is_glob else name == spec.name:
+                sites.setdefault((path, address, pid), UserSite(path, address, name, pid))
+        if not any(s.path == path for s in sites.values()):
+            raise _no_symbol(spec, path, [n for n, _ in symbols])
+    functions = {(s.path, s.address) for s in sites.values()}
+    if len(functions) > MAX_SITES:
+        raise ProbeSpecError(
+            f"'{spec.name}' matches {len(functions)} functions, more than {MAX_SITES}",
+            "narrow the glob",
+        )
+    return tuple(sites.values())
+
+
+def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecError:
+    if not names:
+        return ProbeSpecError(
+            f"{path} has no function symbols", "is it stripped? give another binary"
+        )
+    pattern = spec.name.strip("*?[]")
+    near = difflib.get_close_matches(spec.name, names, n=5, cutoff=0.7)
+    near += sorted(n for n in set(names) if pattern and pattern in n and n not in near)[
+        : 5 - len(near)
+    ]
+    return ProbeSpecError(
+        f"no function '{spec.name}' in {path}", _near_hint(near, "check the name with nm -D")
+    )
+
+
+def _usdt_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
+    from bcc.usdt import USDT
+
+    sites = []
+    for path, pid in targets:
+        try:
+            probes = USDT(path=path).enumerate_probes()
+        except Exception:
+            probes = []
+        for probe in probes:
+            if probe.provider.decode() == spec.provider and probe.name.decode() == spec.name:
+                for i in range(probe.num_locations):
+                    location = probe.get_location(i)
+                    sites.append(
+                        UserSite(location.bin_path.decode(), location.address, spec.name, pid)
+                    )
+    if not sites:
+        raise ProbeSpecError(
+            f"no USDT probe {spec.provider}:{spec.name} in {', '.join(p for p, _ in targets)}",
+            "list them with tplist-bpfcc -l BINARY",
+        )
+    return tuple(sites)
