@@ -22,6 +22,7 @@ import psutil
 
 from bpftop.bpf.environment import check_privileges, import_bcc
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
+from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
 from bpftop.tui.model.folded import write_folded
@@ -46,6 +47,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=99,
         metavar="HZ",
         help="samples per second per CPU (default 99)",
+    )
+    p.add_argument(
+        "--probe",
+        metavar="SPEC",
+        help="what to count (default profile:hz:HZ): software:page-faults, uprobe:c:malloc, "
+        "uretprobe:BIN:FUNC (latency), tracepoint:CAT:NAME, offcpu[:MIN_US], kprobe:FUNC, "
+        "hardware:cycles, usdt:BIN:PROVIDER:NAME",
     )
     p.add_argument(
         "--offsets",
@@ -123,8 +131,9 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     """Validate what can be validated before anything touches the kernel."""
     if not 1 <= args.frequency <= 100_000:
         raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
+    spec = parse_spec(args.probe) if args.probe else None
     sampler = CpuSampler(
-        args.frequency, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE))
+        args.frequency, probe=spec, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE))
     )
     if args.print_bpf:
         print(sampler.program_text())

@@ -7,6 +7,8 @@ requests (reset, time mode, one thread, source lines) wake the thread early
 and are applied between ticks; a tick that ran late is skipped, not queued.
 After the target exits the probes are detached, but the thread keeps
 answering those requests on what was collected until it is stopped.
+``switch_probe`` changes the probe live (attach/detach, no compile); every
+probe used keeps its own profile (:mod:`bpftop.tui.probe_profiles`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.probes import ProbeSpec, parse_spec
 from bpftop.bpf.raw import MapUsage, RawSample, RawTick
 from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
@@ -29,6 +32,7 @@ from bpftop.tui.model.snapshot import (
     UnknownShare,
 )
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
+from bpftop.tui.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
@@ -46,6 +50,7 @@ class Sampler(Protocol):
     """What the collector needs from bpf/ (CpuSampler implements it)."""
 
     header_note: str
+    spec: ProbeSpec
 
     @property
     def probe(self) -> str: ...
@@ -57,6 +62,7 @@ class Sampler(Protocol):
     def set_targets(self, pids: Sequence[int]) -> None: ...
     def start(self) -> None: ...
     def drain(self) -> RawTick: ...
+    def switch(self, spec: ProbeSpec) -> RawTick: ...
     def map_usage(self) -> tuple[MapUsage, ...]: ...
     def prog_stats(self) -> ProgStats: ...
     def close(self) -> None: ...
@@ -82,13 +88,14 @@ class Collector:
         self._sampler = sampler
         self._symbolizer = Symbolizer()
         self._hints = Hints()
-        self._profile = TimedProfile()
+        self._probes = ProbeProfiles(sampler.probe, sampler.spec.weighted)
+        self._probe_request = ProbeRequest()
+        self._probe_message = ""
         self._commands = Commands()
         self._stacks: dict[StackKey, _Stack] = {}
         self._max_depth = _max_stack_depth()
         self._process = ProcessWatch(pid)
         self._threads = ThreadNames(pid)
-        self._stats = CollectionCounters(sampler.probe)
         self._overhead = OverheadMeter()
         self._seq = 0
         self._stop = threading.Event()
@@ -131,6 +138,12 @@ class Collector:
 
     def select_thread(self, tid: int | None) -> None:
         self._commands.request_thread(tid)
+        self._wake.set()
+
+    def switch_probe(self, text: str) -> None:
+        """Make the probe spec ``text`` the active one (answered in the next snapshot's
+        ``probe_message``; a rejected spec leaves the running probe as it was)."""
+        self._probe_request.put(text)
         self._wake.set()
 
     def show_source_lines(self, on: bool) -> None:
@@ -192,24 +205,51 @@ class Collector:
             self._apply_requests()
             self._post(Phase.EXITED, f"process {self.pid} exited")
 
+    @property
+    def _profile(self) -> TimedProfile:
+        return self._probes.active.profile
+
+    @property
+    def _stats(self) -> CollectionCounters:
+        return self._probes.active.counters
+
     def _apply_requests(self) -> None:
+        requested = self._probe_request.take()
+        if requested is not None and self._sampler.loaded:
+            self._switch_probe(requested)
         if self._commands.apply(self._profile).reset:
-            self._stats = CollectionCounters(self._sampler.probe)  # counts start again from now
+            self._probes.reset_counters()  # counts start again from now
         if self.source_lines != self._stacks_have_lines:
             # Rebuild frames for stacks seen again; the tree's nodes pick up
             # file:line as those stacks come back.
             self._stacks_have_lines = self.source_lines
             self._stacks.clear()
 
+    def _switch_probe(self, text: str) -> None:
+        """Attach ``text``'s probe instead of the current one, or say why not."""
+        try:
+            spec = parse_spec(text)
+            if str(spec) == self._sampler.probe:
+                self._probe_message = f"{spec} is already the probe"
+                return
+            last = self._sampler.switch(spec)
+        except BpftopError as err:
+            self._probe_message = f"probe not changed: {err}"
+            return
+        self._absorb(last)  # the old probe's last counts, into its own profile
+        self._probes.use(str(spec), spec.weighted)
+        self._probe_message = f"probe {spec}"
+
     def _absorb(self, tick: RawTick) -> None:
         self._threads.note(tick)
+        weighted = self._probes.active.weighted
         for sample in tick.samples:
             stack = self._stack(sample)
-            self._profile.add(
-                self._process.name, stack.frames, sample.count, sample.tid, stack.unknown
-            )
+            count = sample.weight_ns if weighted else sample.count
+            self._profile.add(self._process.name, stack.frames, count, sample.tid, stack.unknown)
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick)
+        self._probes.active.events += tick.total_samples
 
     def _stack(self, sample: RawSample) -> _Stack:
         """Root-first frames (user frames outermost first, then kernel frames)
@@ -254,6 +294,10 @@ class Collector:
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
             time_mode=profile.label,
             threads=profile.thread_shares(self._threads.names),
+            probes=self._probes.specs,
+            weight_unit=self._probes.unit,
+            probe_events=self._probes.active.events,
+            probe_message=self._probe_message,
         )
         self.last = snap
         self._on_snapshot(snap)

@@ -52,7 +52,11 @@ def header_text(
         text.append(" ")
     _append_phase(text, snapshot)
     stats = snapshot.stats
-    text.append(f"  {stats.total_samples:,} samples  {stats.samples_per_s:,.1f}/s ")
+    if snapshot.weight_unit:  # uretprobe latency / offcpu: the tree counts time
+        seconds = snapshot.tree.total_count / 1e9
+        text.append(f"  {seconds:,.3f} s of time in {snapshot.probe_events:,} events ")
+    else:
+        text.append(f"  {stats.total_samples:,} samples  {stats.samples_per_s:,.1f}/s ")
     if rates:
         text.append(sparkline(rates, 12), "green")
     text.append("  ")
@@ -64,10 +68,24 @@ def header_text(
     if snapshot.message:
         text.append(f"  {snapshot.message}", "italic")
     text.append("\nprobe ")
-    text.append(stats.probe, "bold")
+    _append_probes(text, snapshot)
     text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
     _append_overhead(text, snapshot)
     return text
+
+
+def _append_probes(text: Text, snapshot: Snapshot) -> None:
+    """The active probe, then the others used this session (each kept its profile)."""
+    active = snapshot.stats.probe
+    text.append(active, "bold reverse" if len(snapshot.probes) > 1 else "bold")
+    if snapshot.weight_unit:
+        text.append(" (time, ns)", "bold")
+    for spec in snapshot.probes:
+        if spec != active:
+            text.append(f" {spec}", "dim")
+    if snapshot.probe_message:
+        rejected = snapshot.probe_message.startswith("probe not changed")
+        text.append(f"  {snapshot.probe_message}", "bold red" if rejected else "cyan")
 
 
 def _append_process(text: Text, snapshot: Snapshot) -> None:

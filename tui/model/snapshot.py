@@ -157,3 +157,7 @@ class Snapshot:
     overhead: Overhead = field(default_factory=Overhead)
     time_mode: str = ""  # TimedProfile.label: the mode (and thread) tree/hot were built for
     threads: tuple[ThreadShare, ...] = ()  # hottest first
+    probes: tuple[str, ...] = ()  # every probe used this session (one profile each)
+    weight_unit: str = ""  # "": counts are samples/hits; "ns": time (uretprobe, offcpu)
+    probe_events: int = 0  # hits of a weighted probe (calls, blocks), beside its time
+    probe_message: str = ""  # the last probe switch: done, or why it was rejected
