@@ -1,9 +1,10 @@
 """Attaching one resolved probe (a :class:`Plan`) to the loaded program, and detaching it.
 
-Every probe kind has its handler in the one compiled program, so attaching
-is only perf_event_open / uprobe / tracepoint calls: no compile. An
-:class:`Attachment` remembers exactly what it attached (uprobe event names
-included) and detaches all of it; a failure half-way detaches what was
+Every probe kind has its handler in the one compiled program, once per
+handler slot (0 and 1; the active slot counts, the other is muted), so
+attaching is only perf_event_open / uprobe / tracepoint calls: no compile.
+An :class:`Attachment` remembers exactly what it attached (uprobe event
+names included) and detaches all of it; a failure half-way detaches what was
 already attached before raising.
 """
 
@@ -24,16 +25,31 @@ HANDLERS = {
     ProbeKind.TRACEPOINT: b"on_tracepoint",
     ProbeKind.KPROBE: b"on_kprobe_hit",
     ProbeKind.KRETPROBE: b"on_kprobe_hit",
-    ProbeKind.OFFCPU: b"tracepoint__sched__sched_switch",
 }
+OFFCPU_HANDLER = b"tracepoint__sched__sched_switch"  # one copy; its slot is in a map
 CALL_ENTRY, CALL_RETURN = b"on_call_entry", b"on_call_return"
+
+
+def handler(name: bytes, slot: int) -> bytes:
+    """The copy of a handler that counts while ``slot`` is active."""
+    return name + b"_1" if slot else name
+
+
+def _both(*names: bytes) -> tuple[bytes, ...]:
+    return tuple(handler(n, slot) for n in names for slot in (0, 1))
+
+
+PERF_HANDLERS = _both(b"on_cpu_sample")
+PROBE_HANDLERS = _both(b"on_probe_hit", b"on_kprobe_hit", CALL_ENTRY, CALL_RETURN)
+TRACEPOINT_HANDLERS = _both(b"on_tracepoint")
 
 
 class Attachment:
     """One probe attached to a loaded BCC program."""
 
-    def __init__(self, bpf: Any, plan: Plan) -> None:
+    def __init__(self, bpf: Any, plan: Plan, slot: int = 0) -> None:
         self.plan = plan
+        self.slot = slot
         self._bpf = bpf
         self._uprobe_events: list[bytes] = []
         self._attached = False
@@ -47,6 +63,30 @@ class Attachment:
                 f"cannot attach {plan.spec}: {exc}", "check the spec and dmesg"
             ) from None
 
+    @property
+    def attached(self) -> bool:
+        return self._attached
+
+    def conflicts(self, plan: Plan) -> bool:
+        """Would ``plan`` attach something this attachment holds (BCC keys them)?"""
+        mine = self.plan
+        if mine.perf_type >= 0 and (mine.perf_type, mine.perf_config) == (
+            plan.perf_type,
+            plan.perf_config,
+        ):
+            return True
+        if mine.tracepoint and mine.tracepoint == plan.tracepoint:
+            return True
+        if mine.kernel_function and mine.kernel_function == plan.kernel_function:
+            return True
+        sites = {(s.path, s.address, s.pid) for s in mine.sites}
+        return any((s.path, s.address, s.pid) in sites for s in plan.sites)
+
+    def _fn(self, kind: ProbeKind) -> bytes:
+        if kind is ProbeKind.OFFCPU:
+            return OFFCPU_HANDLER
+        return handler(HANDLERS[kind], self.slot)
+
     def _attach(self) -> None:
         plan, bpf, kind = self.plan, self._bpf, self.plan.spec.kind
         self._attached = True
@@ -55,10 +95,10 @@ class Attachment:
                 "sample_freq" if kind is ProbeKind.PROFILE else "sample_period": plan.spec.number
             }
             bpf.attach_perf_event(
-                ev_type=plan.perf_type, ev_config=plan.perf_config, fn_name=HANDLERS[kind], **rate
+                ev_type=plan.perf_type, ev_config=plan.perf_config, fn_name=self._fn(kind), **rate
             )
         elif plan.tracepoint:
-            bpf.attach_tracepoint(tp=plan.tracepoint.encode(), fn_name=HANDLERS[kind])
+            bpf.attach_tracepoint(tp=plan.tracepoint.encode(), fn_name=self._fn(kind))
         elif plan.kernel_function:
             self._attach_kprobe(kind)
         else:
@@ -72,9 +112,9 @@ class Attachment:
             )
         event = self.plan.kernel_function.encode()
         if kind is ProbeKind.KRETPROBE:
-            self._bpf.attach_kretprobe(event=event, fn_name=HANDLERS[kind])
+            self._bpf.attach_kretprobe(event=event, fn_name=self._fn(kind))
         else:
-            self._bpf.attach_kprobe(event=event, fn_name=HANDLERS[kind])
+            self._bpf.attach_kprobe(event=event, fn_name=self._fn(kind))
 
     def _attach_sites(self, kind: ProbeKind) -> None:
         bpf = self._bpf
@@ -82,14 +122,12 @@ class Attachment:
             path = site.path.encode()
             before = set(bpf.uprobe_fds)
             if kind is ProbeKind.URETPROBE:
-                bpf.attach_uprobe(name=path, addr=site.address, fn_name=CALL_ENTRY, pid=site.pid)
-                bpf.attach_uretprobe(
-                    name=path, addr=site.address, fn_name=CALL_RETURN, pid=site.pid
-                )
+                entry, ret = handler(CALL_ENTRY, self.slot), handler(CALL_RETURN, self.slot)
+                bpf.attach_uprobe(name=path, addr=site.address, fn_name=entry, pid=site.pid)
+                bpf.attach_uretprobe(name=path, addr=site.address, fn_name=ret, pid=site.pid)
             else:
-                bpf.attach_uprobe(
-                    name=path, addr=site.address, fn_name=HANDLERS[kind], pid=site.pid
-                )
+                fn = self._fn(kind)
+                bpf.attach_uprobe(name=path, addr=site.address, fn_name=fn, pid=site.pid)
             self._uprobe_events += [ev for ev in bpf.uprobe_fds if ev not in before]
 
     def detach(self) -> None:

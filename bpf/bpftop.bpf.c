@@ -9,9 +9,8 @@
  * sample is lost or counted twice and the stack maps never fill up.
  *
  * Every probe kind has its handler here, so switching probes during a run is
- * attach/detach only: perf events (profile, software, hardware) run
- * on_cpu_sample; uprobes, kprobes, USDT and tracepoints run on_probe_hit /
- * on_tracepoint; uretprobe latency and off-CPU time are weighted: they add
+ * attach/detach only (see state_for: the new probe counts before the old one
+ * is detached). uretprobe latency and off-CPU time are weighted: they add
  * count and nanoseconds to wcounts[gen], with stacks in the run-long wstacks.
  */
 #include <uapi/linux/ptrace.h>
@@ -28,7 +27,8 @@ BPF_PERCPU_ARRAY(drops, u64, DROP_SLOTS);
 BPF_PERF_OUTPUT(events);
 BPF_HASH(wcounts0, struct wkey, struct wvalue, COUNTS_SIZE);
 BPF_HASH(wcounts1, struct wkey, struct wvalue, COUNTS_SIZE);
-BPF_STACK_TRACE(wstacks, WSTACK_STORAGE_SIZE);
+BPF_STACK_TRACE(wstacks, WSTACK_STORAGE_SIZE);   /* slot 0's */
+BPF_STACK_TRACE(wstacks_1, WSTACK_STORAGE_SIZE); /* slot 1's */
 BPF_HASH(calls, u32, struct pending, TARGETS_SIZE * 64);
 BPF_HASH(blocked, u32, struct pending, TARGETS_SIZE * 64);
 
@@ -61,16 +61,34 @@ static __always_inline void add_count(void *map_is_gen1, struct sample_key *key)
         count_drop(DROP_COUNTS_FULL);
 }
 
+/* control[CONTROL_STATE]: bit 0 is the generation being filled, the other
+ * bits the probe epoch (one more per switch); the epoch's low bit is the
+ * handler slot that may count. Each handler exists once per slot, so a new
+ * probe is attached to the idle slot's handlers and one u32 write makes it
+ * count and mutes the old probe in the same instant. Returns the state, or
+ * MUTED when `slot` is not the active one. */
+#define MUTED 0xffffffff
+#define EPOCH(state) ((state) >> 1)
+static __always_inline u32 state_for(u32 slot) {
+    u32 state = control_get(CONTROL_STATE);
+    return (EPOCH(state) & 1) == slot ? state : MUTED;
+}
+
+static __always_inline int weighted_stack(void *regs, u32 slot, u64 flags) {
+    return slot ? wstacks_1.get_stackid(regs, flags) : wstacks.get_stackid(regs, flags);
+}
+
 /* One count for the current thread's (user, kernel) stack. */
-static __always_inline int count_stack(void *regs, int has_kernel_stack) {
+static __always_inline int count_stack(void *regs, int has_kernel_stack, u32 slot) {
+    u32 state = state_for(slot);
+    if (state == MUTED)
+        return 0;
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32;
     if (!is_target(tgid))
         return 0;
 
-    u32 zero = 0;
-    u32 *gen = control.lookup(&zero);
-    u32 active = gen ? *gen : 0;
+    u32 active = state & 1;
     struct sample_key key = {.tgid = tgid, .tid = (u32)id};
     key.kernel_stack_id = NO_STACK_EFAULT; /* a user-mode hit: no kernel stack */
     if (active) {
@@ -86,29 +104,9 @@ static __always_inline int count_stack(void *regs, int has_kernel_stack) {
     return 0;
 }
 
-/* perf events: profile (cpu-clock), software and hardware events. */
-int on_cpu_sample(struct bpf_perf_event_data *ctx) {
-    return count_stack(&ctx->regs, 1);
-}
-
-/* uprobes and USDT probes (user mode: no kernel stack). */
-int on_probe_hit(struct pt_regs *ctx) {
-    return count_stack(ctx, 0);
-}
-
-/* kprobes and kretprobes. */
-int on_kprobe_hit(struct pt_regs *ctx) {
-    return count_stack(ctx, 1);
-}
-
-/* Any tracepoint, attached by name at run time. */
-int on_tracepoint(void *ctx) {
-    return count_stack(ctx, 1);
-}
-
-static __always_inline void add_weight(struct wkey *key, u64 weight_ns) {
+static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_ns) {
     struct wvalue zero = {}, *val;
-    if (control_get(CONTROL_GENERATION))
+    if (state & 1)
         val = wcounts1.lookup_or_try_init(key, &zero);
     else
         val = wcounts0.lookup_or_try_init(key, &zero);
@@ -121,12 +119,16 @@ static __always_inline void add_weight(struct wkey *key, u64 weight_ns) {
 }
 
 /* uretprobe: entry of the probed function (attached as a uprobe). */
-int on_call_entry(struct pt_regs *ctx) {
+static __always_inline int call_entry(struct pt_regs *ctx, u32 slot) {
+    u32 state = state_for(slot);
+    if (state == MUTED)
+        return 0;
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32, tid = (u32)id;
     if (!is_target(tgid))
         return 0;
-    struct pending call = {.start_ns = bpf_ktime_get_ns(), .ip = PT_REGS_IP(ctx), .tgid = tgid};
+    struct pending call = {
+        .start_ns = bpf_ktime_get_ns(), .ip = PT_REGS_IP(ctx), .tgid = tgid, .epoch = EPOCH(state)};
     calls.update(&tid, &call);
     return 0;
 }
@@ -134,37 +136,63 @@ int on_call_entry(struct pt_regs *ctx) {
 /* uretprobe: the return; weight = time since entry, stack = the caller's
  * plus the function itself (leaf_ip). A recursive call's outer return is not
  * counted (one call in flight per thread). */
-int on_call_return(struct pt_regs *ctx) {
+static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
+    u32 state = state_for(slot);
+    if (state == MUTED)
+        return 0;
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
     struct pending *call = calls.lookup(&tid);
-    if (!call)
+    if (!call || call->epoch != EPOCH(state)) /* none, or an earlier probe's */
         return 0;
     u64 took_ns = bpf_ktime_get_ns() - call->start_ns;
     struct wkey key = {.tgid = call->tgid, .tid = tid, .leaf_ip = call->ip};
     calls.delete(&tid);
-    key.user_stack_id = wstacks.get_stackid(ctx, BPF_F_USER_STACK);
+    key.user_stack_id = weighted_stack(ctx, slot, BPF_F_USER_STACK);
     key.kernel_stack_id = NO_STACK_EFAULT;
-    add_weight(&key, took_ns);
+    add_weight(state, &key, took_ns);
     return 0;
 }
 
+/* The handlers, once per slot. perf events (profile, software, hardware):
+ * on_cpu_sample; uprobes and USDT (user mode: no kernel stack): on_probe_hit;
+ * kprobes: on_kprobe_hit; any tracepoint attached by name: on_tracepoint;
+ * uretprobe: on_call_entry + on_call_return. */
+int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, 1, 0); }
+int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, 1, 1); }
+int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, 0, 0); }
+int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, 0, 1); }
+int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, 1, 0); }
+int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, 1, 1); }
+int on_tracepoint(void *ctx) { return count_stack(ctx, 1, 0); }
+int on_tracepoint_1(void *ctx) { return count_stack(ctx, 1, 1); }
+int on_call_entry(struct pt_regs *ctx) { return call_entry(ctx, 0); }
+int on_call_entry_1(struct pt_regs *ctx) { return call_entry(ctx, 1); }
+int on_call_return(struct pt_regs *ctx) { return call_return(ctx, 0); }
+int on_call_return_1(struct pt_regs *ctx) { return call_return(ctx, 1); }
+
 /* offcpu: a target thread that blocks (not one preempted while runnable)
  * leaves its stacks here; when it runs again, its blocked time is added.
- * Attached only while offcpu is the active probe (detached right after load). */
+ * One copy only (BCC names it after the tracepoint): its slot is in
+ * control[CONTROL_OFFCPU_SLOT]. Detached right after load; attached while
+ * offcpu is a probe. */
 TRACEPOINT_PROBE(sched, sched_switch) {
+    u32 slot = control_get(CONTROL_OFFCPU_SLOT);
+    u32 state = state_for(slot);
+    if (state == MUTED)
+        return 0;
     u64 now = bpf_ktime_get_ns();
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32, tid = (u32)id;
     if ((args->prev_state & 0xff) != 0 && is_target(tgid)) {
-        struct pending out = {.start_ns = now, .tgid = tgid};
-        out.user_stack_id = wstacks.get_stackid(args, BPF_F_USER_STACK);
-        out.kernel_stack_id = wstacks.get_stackid(args, 0);
+        struct pending out = {.start_ns = now, .tgid = tgid, .epoch = EPOCH(state)};
+        out.user_stack_id = weighted_stack(args, slot, BPF_F_USER_STACK);
+        out.kernel_stack_id = weighted_stack(args, slot, 0);
         blocked.update(&tid, &out);
     }
     u32 next = args->next_pid;
     struct pending *was = blocked.lookup(&next);
-    if (!was)
+    if (!was || was->epoch != EPOCH(state))
         return 0;
     u64 off_ns = now - was->start_ns;
     struct wkey key = {
@@ -175,7 +203,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     };
     blocked.delete(&next);
     if (off_ns >= (u64)control_get(CONTROL_OFFCPU_MIN_US) * 1000)
-        add_weight(&key, off_ns);
+        add_weight(state, &key, off_ns);
     return 0;
 }
 

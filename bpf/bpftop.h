@@ -13,7 +13,7 @@ struct sample_key {
 };
 
 /* Weighted probes (uretprobe latency, off-CPU time): stack ids refer to the
- * run-long `wstacks` map; `leaf_ip` (uretprobe: the probed function's entry
+ * run-long `wstacks` map of the slot that counted them; `leaf_ip` (uretprobe: the probed function's entry
  * address, 0 otherwise) goes innermost on the user stack. */
 struct wkey {
     u32 tgid;
@@ -28,14 +28,15 @@ struct wvalue {
     u64 weight_ns;
 };
 
-/* A call in flight (uretprobe) or a thread blocked (offcpu), by tid. */
+/* A call in flight (uretprobe) or a thread blocked (offcpu), by tid; an
+ * entry of an earlier probe epoch is ignored. */
 struct pending {
     u64 start_ns;
     u64 ip;
     u32 tgid;
     s32 user_stack_id;
     s32 kernel_stack_id;
-    u32 pad;
+    u32 epoch;
 };
 
 /* -EFAULT: what bpf_get_stackid says for a kernel stack in user mode. */
@@ -56,9 +57,10 @@ struct event {
 #define DROP_SLOTS 1
 
 /* Slots of the `control` array: what user space changes during a run. */
-#define CONTROL_GENERATION 0
+#define CONTROL_STATE 0 /* bit 0: generation; bits 1..: active handler slot */
 #define CONTROL_ALL_PROCESSES 1 /* 1: every process is a target (-a) */
 #define CONTROL_OFFCPU_MIN_US 2 /* offcpu: ignore shorter blocks */
-#define CONTROL_SLOTS 3
+#define CONTROL_OFFCPU_SLOT 3   /* the slot the sched_switch handler counts for */
+#define CONTROL_SLOTS 4
 
 #endif

@@ -10,31 +10,29 @@ each tick. ``switch()`` changes the probe by attach/detach only.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes as ct
-import dataclasses
-import errno
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bpftop.bpf.attach import CALL_ENTRY, CALL_RETURN, HANDLERS, Attachment
+from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.maps_io import StackReader, clear_stacks, drain_hash
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
-from bpftop.bpf.raw import Addresses, ExitEvent, MapUsage, RawSample, RawTick
-from bpftop.bpf.resolve import resolve
+from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
+from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 EVENT_EXIT = 1  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
-CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US = 1, 2  # bpftop.h
-NO_STACK_EFAULT = -14
+CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
+EPOCH_MASK = (1 << 30) - 1
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
@@ -66,10 +64,12 @@ class CpuSampler:
         }
         self._pids: tuple[int, ...] = ()
         self._attachment: Attachment | None = None
+        self._retired: list[Attachment] = []  # muted, detached at the next drain
+        self._epoch = 0  # one more per switch; its low bit is the active handler slot
+        self._gen_slot = [0, 0]  # the slot whose probe filled each generation
         self.source = source
         self.header_note = ""
         self._bpf: Any = None
-        self._sample_fn: Any = None
         self._stats_fd: int | None = None
         self._drained: dict[str, int] = {}
         self._gen = 0
@@ -125,10 +125,13 @@ class CpuSampler:
         bpf = self._bpf
         # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
         bpf.detach_tracepoint(b"sched:sched_switch")
-        self._sample_fn = bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)
-        for name in (b"on_probe_hit", b"on_kprobe_hit", CALL_ENTRY, CALL_RETURN):
-            bpf.load_func(name, bcc.BPF.KPROBE)
-        bpf.load_func(HANDLERS[ProbeKind.TRACEPOINT], bcc.BPF.TRACEPOINT)
+        for names, prog_type in (
+            (PERF_HANDLERS, bcc.BPF.PERF_EVENT),
+            (PROBE_HANDLERS, bcc.BPF.KPROBE),
+            (TRACEPOINT_HANDLERS, bcc.BPF.TRACEPOINT),
+        ):
+            for name in names:
+                bpf.load_func(name, prog_type)
         if self.system_wide:
             self._bpf[b"control"][ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(1)
 
@@ -141,7 +144,9 @@ class CpuSampler:
 
     def start(self) -> None:
         """Attach the probe given at construction (raises ProbeSpecError)."""
-        self._attach(self.spec)
+        plan = resolve(self.spec, self._pids, self.system_wide)
+        self._attachment = self._attach(plan, self._epoch & 1)
+        self._write_state()
         self._last_drain = time.monotonic()
 
     def switch(self, spec: ProbeSpec) -> RawTick:
@@ -149,54 +154,68 @@ class CpuSampler:
 
         The new spec is resolved first: one that cannot be used raises
         ProbeSpecError and leaves the running probe untouched. No compile:
-        the old probe is detached, its last counts drained, the new attached.
+        the new probe is attached to the idle handler slot, then one map
+        write makes it count and mutes the old one; the old one's counts are
+        drained now and its probes detached at the next drain (detaching
+        waits for the kernel's RCU, ~100 ms a uprobe). A probe that overlaps
+        the old one (same perf event, tracepoint or address) is attached
+        only after the old one is detached.
         """
         plan = resolve(spec, self._pids, self.system_wide)
+        slot = (self._epoch + 1) & 1
+        self._detach_retired(lambda a: a.slot == slot or a.conflicts(plan))
         old = self._attachment
-        if old is not None:
+        if old is not None and old.conflicts(plan):
             old.detach()
-        tick = self.drain()
-        self._reset_pending(spec)
         try:
-            self._attachment = Attachment(self._bpf, plan)
+            new = self._attach(plan, slot)
         except Exception:
-            if old is not None:
-                self._attachment = Attachment(self._bpf, old.plan)
+            if old is not None and not old.attached:
+                self._attachment = self._attach(old.plan, self._epoch & 1)
             raise
-        self.spec = spec
+        self._epoch = (self._epoch + 1) & EPOCH_MASK
+        tick = self.drain()  # flips generation and slot in one write
+        if old is not None:
+            self._retired.append(old)
+        self._attachment, self.spec = new, spec
         return tick
 
-    def _attach(self, spec: ProbeSpec) -> None:
-        plan = resolve(spec, self._pids, self.system_wide)
-        self._reset_pending(spec)
-        self._attachment = Attachment(self._bpf, plan)
-        self.spec = spec
+    def _attach(self, plan: Plan, slot: int) -> Attachment:
+        if plan.spec.kind is ProbeKind.OFFCPU:
+            control = self._bpf[b"control"]
+            control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
+            control[ct.c_int(CONTROL_OFFCPU_SLOT)] = ct.c_uint32(slot)
+        return Attachment(self._bpf, plan, slot)
 
-    def _reset_pending(self, spec: ProbeSpec) -> None:
-        """Forget calls in flight, blocked threads and weighted stacks (nothing
-        refers to them once the weighted probe is detached and drained)."""
-        self._bpf[b"calls"].clear()
-        self._bpf[b"blocked"].clear()
-        _clear_stacks(self._bpf[b"wstacks"])
-        minimum = spec.number if spec.kind is ProbeKind.OFFCPU else 0
-        self._bpf[b"control"][ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(minimum)
+    def _detach_retired(self, which: Callable[[Attachment], bool] = lambda _: True) -> None:
+        """Detach muted probes (``which`` of them) and empty their slot's weighted stacks."""
+        for old in [a for a in self._retired if which(a)]:
+            old.detach()
+            clear_stacks(self._bpf[_wstacks(old.slot)])
+            self._retired.remove(old)
+
+    def _write_state(self) -> None:
+        state = self._gen | (self._epoch << 1)
+        self._bpf[b"control"][ct.c_int(CONTROL_STATE)] = ct.c_uint32(state)
 
     def drain(self) -> RawTick:
         """Take everything counted since the last drain, exactly once."""
+        self._detach_retired()
         old = self._gen
         self._gen ^= 1
-        self._bpf[b"control"][ct.c_int(0)] = ct.c_uint32(self._gen)
+        self._gen_slot[self._gen] = self._epoch & 1
+        self._write_state()
         time.sleep(SETTLE_S)
         counts = self._bpf[f"counts{old}".encode()]
-        stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
-        entries = _drain_hash(counts)
+        stacks = StackReader(self._bpf[f"stacks{old}".encode()])
+        entries = drain_hash(counts)
         samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
-        weighted = _drain_hash(self._bpf[f"wcounts{old}".encode()])
+        weighted = drain_hash(self._bpf[f"wcounts{old}".encode()])
         if weighted:
-            wstacks = _StackReader(self._bpf[b"wstacks"])
+            wstacks = StackReader(self._bpf[_wstacks(self._gen_slot[old])])
             samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
         self._drained = {"counts": len(entries), "stacks": stacks.distinct}
-        _clear_stacks(self._bpf[f"stacks{old}".encode()])
+        clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
         now = time.monotonic()
         tick = RawTick(
@@ -249,6 +268,7 @@ class CpuSampler:
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
             self._attachment = None
+            self._retired.clear()
             bpf.cleanup()
         disable_run_stats(self._stats_fd)
         self._stats_fd = None
@@ -278,59 +298,6 @@ class CpuSampler:
         self._lost += lost
 
 
-class _StackReader:
-    """Reads stack ids of one generation's stack map, once per id per drain."""
-
-    def __init__(self, table: Any) -> None:
-        self._table = table
-        self._cache: dict[int, Addresses] = {}
-
-    @property
-    def distinct(self) -> int:
-        return len(self._cache)
-
-    def read(self, stack_id: int) -> tuple[Addresses, str]:
-        if stack_id < 0:
-            return (), errno.errorcode.get(-stack_id, str(stack_id))
-        found = self._cache.get(stack_id)
-        if found is None:
-            try:
-                found = tuple(self._table.walk(stack_id))
-            except KeyError:
-                return (), "ENOENT"
-            self._cache[stack_id] = found
-        return found, ""
-
-    def sample(self, key: Any, count: int) -> RawSample:
-        user, user_err = self.read(key.user_stack_id)
-        kernel, kernel_err = self.read(key.kernel_stack_id)
-        if kernel_err == "EFAULT":
-            kernel_err = ""  # sampled in user mode: there is no kernel stack
-        return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
-
-    def weighted(self, key: Any, value: Any) -> RawSample:
-        """A uretprobe/offcpu entry: count and ns, the probed function innermost."""
-        sample = self.sample(key, int(value.count))
-        user = ((int(key.leaf_ip),) if key.leaf_ip else ()) + sample.user_stack
-        return dataclasses.replace(sample, user_stack=user, weight_ns=int(value.weight_ns))
-
-
-def _clear_stacks(table: Any) -> None:
-    """Empty a stack map (BCC's ``StackTrace.clear()`` does nothing)."""
-    for key in list(table.keys()):
-        with contextlib.suppress(KeyError):
-            del table[key]
-
-
-def _drain_hash(table: Any) -> list[tuple[Any, Any]]:
-    try:
-        return list(table.items_lookup_and_delete_batch())
-    except Exception:  # kernels without batch ops: inactive map, so no race
-        items = [(k, v.value) for k, v in table.items()]
-        table.clear()
-        return items
-
-
 class _kernel_source:
     """Set BCC_KERNEL_SOURCE for the duration of a compile (libbcc reads getenv)."""
 
@@ -352,6 +319,10 @@ class _kernel_source:
             os.environ.pop("BCC_KERNEL_SOURCE", None)
         else:
             os.environ["BCC_KERNEL_SOURCE"] = self._old
+
+
+def _wstacks(slot: int) -> bytes:
+    return b"wstacks_1" if slot else b"wstacks"
 
 
 def _load_error(exc: Exception, log: str) -> BpfLoadError:

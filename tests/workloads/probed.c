@@ -6,8 +6,12 @@
  *   probed latency N   N rounds of timed(3 ms) via slow_path, timed(1 ms) via fast_path
  *   probed sleeps S    for S seconds: long_wait() 7 ms, short_wait() 3 ms, repeat
  *   probed pages N     touch_pages() faults in N fresh pages (page-fault events)
+ *   probed pingpong N  N round trips between two threads over pipes (2N blocking switches)
+ *   probed mixed S     for S seconds: spin 1 ms, slow_path + fast_path, fault one page
+ * With PROBED_REPORT set, prints "elapsed_s=..." (the mode's own run time) on stdout.
  * Usage: probed MODE N [go]   ("go": do not wait for stdin) */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -82,6 +86,42 @@ __attribute__((noinline)) void run_sleeps(double seconds) {
     }
 }
 
+static int ping[2], pong[2];
+
+static void *ponger(void *arg) {
+    long n = *(long *)arg;
+    char c;
+    for (long i = 0; i < n; i++)
+        if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1) break;
+    return NULL;
+}
+
+__attribute__((noinline)) void run_pingpong(long n) {
+    KEEP_FRAME();
+    pthread_t t;
+    char c = 0;
+    if (pipe(ping) || pipe(pong) || pthread_create(&t, NULL, ponger, &n)) return;
+    for (long i = 0; i < n; i++)
+        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1) break;
+    pthread_join(t, NULL);
+}
+
+__attribute__((noinline)) void spin_ms(double ms) {
+    KEEP_FRAME();
+    double end = now_s() + ms / 1000;
+    while (now_s() < end) SPIN(1);
+}
+
+__attribute__((noinline)) void run_mixed(double seconds) {
+    KEEP_FRAME();
+    double end = now_s() + seconds;
+    while (now_s() < end) {
+        spin_ms(1);
+        run_latency(1);
+        touch_pages(1);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: probed calls|writes|latency|sleeps N [go]\n");
@@ -91,11 +131,15 @@ int main(int argc, char **argv) {
         char c;
         if (read(0, &c, 1) != 1) return 1;
     }
+    double started = now_s();
     if (!strcmp(argv[1], "calls")) run_calls(atol(argv[2]));
     else if (!strcmp(argv[1], "writes")) run_writes(atol(argv[2]));
     else if (!strcmp(argv[1], "latency")) run_latency(atol(argv[2]));
     else if (!strcmp(argv[1], "sleeps")) run_sleeps(atof(argv[2]));
     else if (!strcmp(argv[1], "pages")) touch_pages(atol(argv[2]));
+    else if (!strcmp(argv[1], "pingpong")) run_pingpong(atol(argv[2]));
+    else if (!strcmp(argv[1], "mixed")) run_mixed(atof(argv[2]));
     else return 2;
+    if (getenv("PROBED_REPORT")) printf("elapsed_s=%.6f\n", now_s() - started);
     return 0;
 }

@@ -1,0 +1,63 @@
+"""Reading and emptying BCC maps: stack ids to addresses, hash drains, stack-map clears."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+from typing import Any
+
+from bpftop.bpf.raw import Addresses, RawSample
+
+
+class StackReader:
+    """Reads stack ids of one generation's stack map, once per id per drain."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._cache: dict[int, Addresses] = {}
+
+    @property
+    def distinct(self) -> int:
+        return len(self._cache)
+
+    def read(self, stack_id: int) -> tuple[Addresses, str]:
+        if stack_id < 0:
+            return (), errno.errorcode.get(-stack_id, str(stack_id))
+        found = self._cache.get(stack_id)
+        if found is None:
+            try:
+                found = tuple(self._table.walk(stack_id))
+            except KeyError:
+                return (), "ENOENT"
+            self._cache[stack_id] = found
+        return found, ""
+
+    def sample(self, key: Any, count: int) -> RawSample:
+        user, user_err = self.read(key.user_stack_id)
+        kernel, kernel_err = self.read(key.kernel_stack_id)
+        if kernel_err == "EFAULT":
+            kernel_err = ""  # sampled in user mode: there is no kernel stack
+        return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+
+    def weighted(self, key: Any, value: Any) -> RawSample:
+        """A uretprobe/offcpu entry: count and ns, the probed function innermost."""
+        sample = self.sample(key, int(value.count))
+        user = ((int(key.leaf_ip),) if key.leaf_ip else ()) + sample.user_stack
+        return dataclasses.replace(sample, user_stack=user, weight_ns=int(value.weight_ns))
+
+
+def clear_stacks(table: Any) -> None:
+    """Empty a stack map (BCC's ``StackTrace.clear()`` does nothing)."""
+    for key in list(table.keys()):
+        with contextlib.suppress(KeyError):
+            del table[key]
+
+
+def drain_hash(table: Any) -> list[tuple[Any, Any]]:
+    try:
+        return list(table.items_lookup_and_delete_batch())
+    except Exception:  # kernels without batch ops: inactive map, so no race
+        items = [(k, getattr(v, "value", v)) for k, v in table.items()]
+        table.clear()
+        return items
