@@ -207,6 +207,41 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     return 0;
 }
 
+static __always_inline void send_event(void *ctx, u32 kind, u32 tgid, u32 tid) {
+    struct event ev = {.kind = kind, .tgid = tgid, .tid = tid};
+    bpf_get_current_comm(&ev.comm, sizeof(ev.comm));
+    events.perf_submit(ctx, &ev, sizeof(ev));
+}
+
+/* A target exec'd: user space re-reads its maps at once. A command bpftop
+ * launched stops here, before its new image runs, until its maps are read. */
+TRACEPOINT_PROBE(sched, sched_process_exec) {
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tgid = id >> 32;
+    if (!targets.lookup(&tgid))
+        return 0;
+    if (control_get(CONTROL_HOLD_AT_EXEC) == tgid) {
+        u32 slot = CONTROL_HOLD_AT_EXEC, none = 0;
+        control.update(&slot, &none);
+        bpf_send_signal(19); /* SIGSTOP */
+    }
+    send_event(args, EVENT_EXEC, tgid, (u32)id);
+    return 0;
+}
+
+/* --children: a target's new task becomes a target before it runs (a new
+ * thread also lands here; user space drops it again, its tgid is a target). */
+TRACEPOINT_PROBE(sched, sched_process_fork) {
+    u32 tgid = bpf_get_current_pid_tgid() >> 32;
+    if (!control_get(CONTROL_FOLLOW_CHILDREN) || !targets.lookup(&tgid))
+        return 0;
+    u32 child = args->child_pid;
+    u8 one = 1;
+    targets.update(&child, &one);
+    send_event(args, EVENT_FORK, child, tgid);
+    return 0;
+}
+
 /* Thread exits of a target; user space decides whether the process is gone. */
 TRACEPOINT_PROBE(sched, sched_process_exit) {
     u64 id = bpf_get_current_pid_tgid();

@@ -44,6 +44,8 @@ struct pending {
 
 /* Rare events, sent through the perf buffer (never one per sample). */
 #define EVENT_EXIT 1
+#define EVENT_EXEC 2 /* a target exec'd: its image changed */
+#define EVENT_FORK 3 /* a target forked (--children): tgid = the child, tid = its parent */
 
 struct event {
     u32 kind;
@@ -61,6 +63,8 @@ struct event {
 #define CONTROL_ALL_PROCESSES 1 /* 1: every process is a target (-a) */
 #define CONTROL_OFFCPU_MIN_US 2 /* offcpu: ignore shorter blocks */
 #define CONTROL_OFFCPU_SLOT 3   /* the slot the sched_switch handler counts for */
-#define CONTROL_SLOTS 4
+#define CONTROL_FOLLOW_CHILDREN 4 /* 1: a target's children become targets (--children) */
+#define CONTROL_HOLD_AT_EXEC 5   /* this pid stops (SIGSTOP) right after its exec */
+#define CONTROL_SLOTS 6
 
 #endif

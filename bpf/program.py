@@ -10,6 +10,7 @@ each tick. ``switch()`` changes the probe by attach/detach only.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes as ct
 import time
 from collections.abc import Callable, Iterable
@@ -29,9 +30,10 @@ from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, pro
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
-EVENT_EXIT = 1  # bpftop.h
+EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
+CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
 EPOCH_MASK = (1 << 30) - 1
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
@@ -45,6 +47,7 @@ class CpuSampler:
         *,
         probe: ProbeSpec | None = None,
         system_wide: bool = False,
+        follow_children: bool = False,
         counts_size: int = 65536,
         stack_storage_size: int = 32768,
         wstack_storage_size: int = 16384,
@@ -52,10 +55,12 @@ class CpuSampler:
         source: Path = PROGRAM_FILE,
     ) -> None:
         """``probe``: what to attach first (default: profile:hz:``sample_hz``);
-        ``system_wide``: every process is a target (-a)."""
+        ``system_wide``: every process is a target (-a); ``follow_children``:
+        a target's forked children become targets (--children)."""
         self.sample_hz = sample_hz
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
+        self.follow_children = follow_children
         self.defines = {
             "COUNTS_SIZE": counts_size,
             "STACK_STORAGE_SIZE": stack_storage_size,
@@ -75,6 +80,8 @@ class CpuSampler:
         self._gen = 0
         self._lost = 0
         self._exits: list[ExitEvent] = []
+        self._execs: list[int] = []
+        self._forks: list[int] = []
         self._dropped_seen = 0
         self._last_drain = time.monotonic()
 
@@ -123,8 +130,6 @@ class CpuSampler:
     def _load_handlers(self, bcc: Any) -> None:
         """Load (verify) every handler now, so attaching later never compiles."""
         bpf = self._bpf
-        # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
-        bpf.detach_tracepoint(b"sched:sched_switch")
         for names, prog_type in (
             (PERF_HANDLERS, bcc.BPF.PERF_EVENT),
             (PROBE_HANDLERS, bcc.BPF.KPROBE),
@@ -132,8 +137,12 @@ class CpuSampler:
         ):
             for name in names:
                 bpf.load_func(name, prog_type)
-        if self.system_wide:
-            self._bpf[b"control"][ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(1)
+        # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
+        if b"sched:sched_switch" in bpf.tracepoint_fds:
+            bpf.detach_tracepoint(b"sched:sched_switch")
+        control = self._bpf[b"control"]
+        control[ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(int(self.system_wide))
+        control[ct.c_int(CONTROL_FOLLOW_CHILDREN)] = ct.c_uint32(int(self.follow_children))
 
     def set_targets(self, pids: Iterable[int]) -> None:
         self._pids = tuple(pids)
@@ -142,9 +151,29 @@ class CpuSampler:
         for pid in self._pids:
             targets[ct.c_uint32(pid)] = ct.c_uint8(1)
 
+    def hold_at_exec(self, pid: int) -> None:
+        """Make target ``pid`` stop (SIGSTOP) right after its next exec."""
+        self._bpf[b"control"][ct.c_int(CONTROL_HOLD_AT_EXEC)] = ct.c_uint32(pid)
+
+    def remove_target(self, pid: int) -> None:
+        """Stop counting ``pid`` (a thread that --children added as a process)."""
+        self._pids = tuple(p for p in self._pids if p != pid)
+        with contextlib.suppress(KeyError):
+            del self._bpf[b"targets"][ct.c_uint32(pid)]
+
+    def add_target(self, pid: int) -> None:
+        if pid not in self._pids:
+            self._pids += (pid,)
+        self._bpf[b"targets"][ct.c_uint32(pid)] = ct.c_uint8(1)
+
+    @property
+    def any_process(self) -> bool:
+        """Probes go on every process (filtered in the kernel), not per pid."""
+        return self.system_wide or self.follow_children
+
     def start(self) -> None:
         """Attach the probe given at construction (raises ProbeSpecError)."""
-        plan = resolve(self.spec, self._pids, self.system_wide)
+        plan = resolve(self.spec, self._pids, self.any_process)
         self._attachment = self._attach(plan, self._epoch & 1)
         self._write_state()
         self._last_drain = time.monotonic()
@@ -161,7 +190,7 @@ class CpuSampler:
         the old one (same perf event, tracepoint or address) is attached
         only after the old one is detached.
         """
-        plan = resolve(spec, self._pids, self.system_wide)
+        plan = resolve(spec, self._pids, self.any_process)
         slot = (self._epoch + 1) & 1
         self._detach_retired(lambda a: a.slot == slot or a.conflicts(plan))
         old = self._attachment
@@ -221,11 +250,15 @@ class CpuSampler:
         tick = RawTick(
             samples=samples,
             exits=tuple(self._exits),
+            execs=tuple(self._execs),
+            forks=tuple(self._forks),
             lost_events=self._lost,
             dropped_samples=self._take_dropped(),
             interval_s=now - self._last_drain,
         )
         self._exits.clear()
+        self._execs.clear()
+        self._forks.clear()
         self._lost = 0
         self._last_drain = now
         return tick
@@ -293,6 +326,10 @@ class CpuSampler:
         ev = self._bpf[b"events"].event(data)
         if ev.kind == EVENT_EXIT:
             self._exits.append(ExitEvent(ev.tgid, ev.tid, ev.comm.decode(errors="replace")))
+        elif ev.kind == EVENT_EXEC:
+            self._execs.append(ev.tgid)
+        elif ev.kind == EVENT_FORK:
+            self._forks.append(ev.tgid)
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost

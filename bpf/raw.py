@@ -60,6 +60,8 @@ class RawTick:
 
     samples: tuple[RawSample, ...] = ()
     exits: tuple[ExitEvent, ...] = ()
+    execs: tuple[int, ...] = ()  # tgids that exec'd (a new image to symbolize)
+    forks: tuple[int, ...] = ()  # new tasks of followed targets (--children)
     lost_events: int = 0
     dropped_samples: int = 0
     interval_s: float = 0.0

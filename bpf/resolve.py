@@ -182,9 +182,9 @@ def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[s
         return tuple(dict.fromkeys(found))
     if found:
         return tuple(dict.fromkeys((p, -1) for p, _ in found))
-    fallback = _library_path(target)
-    if fallback and (system_wide or not pids):
-        return ((fallback, -1),)
+    fallback = _library_path(target)  # not mapped (yet): ldconfig, then PATH
+    if fallback:
+        return tuple((fallback, -1 if system_wide else pid) for pid in pids or [-1])
     mapped = sorted({os.path.basename(p) for pid in pids for p in mapped_files(pid)})
     raise ProbeSpecError(
         f"no binary or library '{target}' is mapped by the target",

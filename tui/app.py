@@ -31,7 +31,9 @@ from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
-from bpftop.tui.source import ControlledSource, SnapshotSource
+from bpftop.tui.probe_complete import ProbeCompleter
+from bpftop.tui.probe_dialog import ProbeDialog
+from bpftop.tui.source import ControlledSource, ProbeSwitching, SnapshotSource
 from bpftop.tui.threads_view import ThreadsView
 from bpftop.tui.views_nav import TITLES, VIEWS, breadcrumb_text, delta_decorator, jump_to_match
 
@@ -83,6 +85,7 @@ class BpftopApp(SourceApp):
         Binding("m", "cycle_time_mode", "Time mode"),
         Binding("a", "all_threads", "All threads", show=False),
         Binding("w", "write_folded", "Write folded"),
+        Binding("p", "probe", "Probe"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -93,8 +96,10 @@ class BpftopApp(SourceApp):
         *,
         export_path: str | Path | None = None,
         export_dir: str | Path | None = None,
+        completer: ProbeCompleter | None = None,
     ) -> None:
         super().__init__(source)
+        self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
         self.export_path = Path(export_path) if export_path is not None else None
         self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
@@ -287,6 +292,9 @@ class BpftopApp(SourceApp):
         widget.focus()
 
     def action_next_view(self, step: int) -> None:
+        if isinstance(self.screen, ProbeDialog):  # Tab is the app's; in the dialog it completes
+            self.screen.action_take_first()
+            return
         index = [v for v, _ in VIEWS].index(self.view_id)
         self.action_show_view((index + step) % len(VIEWS))
 
@@ -400,6 +408,22 @@ class BpftopApp(SourceApp):
             self.show(self.latest)
         else:
             self._refresh_header()
+
+    def action_probe(self) -> None:
+        """Open the probe dialog; Enter there switches the probe (each keeps its profile)."""
+        if not isinstance(self.source, ProbeSwitching):
+            self.notify("this source cannot switch probes", severity="warning")
+            return
+        source, shown = self.source, self.shown
+        used = shown.probes if shown is not None else ()
+        active = shown.stats.probe if shown is not None else ""
+
+        def chosen(text: str | None) -> None:
+            if text:
+                source.switch_probe(text)
+                self.notify(f"switching to {text}", title="probe")
+
+        self.push_screen(ProbeDialog(self.completer, used, active), chosen)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -8,6 +8,7 @@ without a screen and writes folded stacks. Every error a user must fix is a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import signal
@@ -27,6 +28,7 @@ from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import Phase, Snapshot
+from bpftop.tui.targets import launch_held
 
 VERSION = "0.1.0"
 
@@ -39,7 +41,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-p", "--pid", type=int, required=True, help="process to profile")
+    p.add_argument(
+        "-p",
+        "--pid",
+        type=int,
+        action="append",
+        dest="pids",
+        help="process to profile (repeatable)",
+    )
+    p.add_argument("-a", "--all", action="store_true", help="profile every process")
+    p.add_argument("--children", action="store_true", help="follow the processes the targets fork")
     p.add_argument(
         "-F",
         "--frequency",
@@ -66,6 +77,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="keep C++/Rust names as the symbol table spells them (for export)",
     )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="-- COMMAND ARGS...: start COMMAND held, attach, then let it run",
+    )
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -133,15 +149,25 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
         raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
     spec = parse_spec(args.probe) if args.probe else None
     sampler = CpuSampler(
-        args.frequency, probe=spec, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE))
+        args.frequency,
+        probe=spec,
+        system_wide=args.all,
+        follow_children=args.children,
+        source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
     )
     if args.print_bpf:
         print(sampler.program_text())
         return None
-    if args.pid <= 0 or not psutil.pid_exists(args.pid):
-        raise NoSuchProcessError(
-            f"no process with pid {args.pid}", "check the pid with ps or pgrep"
+    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    chosen = [bool(args.pids), args.all, bool(args.command)]
+    if sum(chosen) != 1:
+        raise UsageError(
+            "give exactly one target: -p PID (repeatable), -a, or -- COMMAND",
+            f"see '{sys.argv[0]} --help'",
         )
+    for pid in args.pids or ():
+        if pid <= 0 or not psutil.pid_exists(pid):
+            raise NoSuchProcessError(f"no process with pid {pid}", "check the pid with ps or pgrep")
     check_privileges()
     import_bcc()
     return sampler
@@ -165,7 +191,34 @@ def tune_gc() -> None:
 
 
 def _collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: float) -> Collector:
-    return Collector(args.pid, sampler, interval_s, offsets=args.offsets, mangled=args.mangled)
+    """The collector for the chosen targets; -- COMMAND is started held here."""
+    launched = launch_held(args.command) if args.command else None
+    pids = [launched.pid] if launched is not None else (args.pids or [0])
+    args.launched = launched
+    try:
+        return Collector(
+            pids[0],
+            sampler,
+            interval_s,
+            offsets=args.offsets,
+            mangled=args.mangled,
+            extra_pids=pids[1:],
+            system_wide=args.all,
+            launched=launched,
+        )
+    except BaseException:
+        _end_launched(args)
+        raise
+
+
+def _end_launched(args: argparse.Namespace) -> None:
+    """A command bpftop started ends with bpftop (SIGTERM; held ones are continued)."""
+    proc = getattr(args, "launched", None)
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+        proc.wait()
 
 
 def _live(args: argparse.Namespace) -> int:
@@ -175,10 +228,12 @@ def _live(args: argparse.Namespace) -> int:
     if sampler is None:
         return 0
     from bpftop.tui.app import BpftopApp  # Textual loads only for the live view
+    from bpftop.tui.probe_complete import ProbeCompleter
     from bpftop.tui.terminal import terminal_driver
 
     collector = _collector(args, sampler, args.interval)
-    app = BpftopApp(collector, interval_s=args.interval)
+    completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
+    app = BpftopApp(collector, interval_s=args.interval, completer=completer)
     tune_gc()
     with terminal_driver() as driver:
         app.driver_class = driver
@@ -187,6 +242,7 @@ def _live(args: argparse.Namespace) -> int:
             app.run()
         finally:
             collector.stop()
+            _end_launched(args)
     if app.error is not None:
         raise app.error
     return 0
@@ -217,6 +273,7 @@ def _record(args: argparse.Namespace) -> int:
             break
         done.wait(0.05)
     collector.stop()
+    _end_launched(args)
     if errors:
         raise errors[0]
     snap = collector.last

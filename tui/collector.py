@@ -13,11 +13,15 @@ probe used keeps its own profile (:mod:`bpftop.tui.probe_profiles`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
+
+import psutil
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeSpec, parse_spec
@@ -33,6 +37,14 @@ from bpftop.tui.model.snapshot import (
 )
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 from bpftop.tui.probe_profiles import ProbeProfiles, ProbeRequest
+from bpftop.tui.targets import (
+    ProcessLabels,
+    SystemWatch,
+    has_maps,
+    is_process,
+    release,
+    resume,
+)
 from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
@@ -63,6 +75,8 @@ class Sampler(Protocol):
     def start(self) -> None: ...
     def drain(self) -> RawTick: ...
     def switch(self, spec: ProbeSpec) -> RawTick: ...
+    def remove_target(self, pid: int) -> None: ...
+    def hold_at_exec(self, pid: int) -> None: ...
     def map_usage(self) -> tuple[MapUsage, ...]: ...
     def prog_stats(self) -> ProgStats: ...
     def close(self) -> None: ...
@@ -79,10 +93,20 @@ class Collector:
         *,
         offsets: bool = False,
         mangled: bool = False,
+        extra_pids: Sequence[int] = (),
+        system_wide: bool = False,
+        launched: subprocess.Popen[bytes] | None = None,
     ) -> None:
         """``offsets``: name frames ``function+0xOFF`` (one node per address,
-        as perf's sym+off); ``mangled``: as the symbol table spells them."""
+        as perf's sym+off); ``mangled``: as the symbol table spells them.
+        ``pid`` is the main target (the header's), ``extra_pids`` more (-p -p);
+        ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
+        held before its first instruction (``targets.launch_held``), let go
+        once the probes are attached."""
         self.pid = pid
+        self._targets = () if system_wide else (pid, *extra_pids)
+        self._launched = launched
+        self._labels = ProcessLabels()
         self.interval_s = interval_s
         self._offsets, self._mangled = offsets, mangled
         self._sampler = sampler
@@ -94,7 +118,9 @@ class Collector:
         self._commands = Commands()
         self._stacks: dict[StackKey, _Stack] = {}
         self._max_depth = _max_stack_depth()
-        self._process = ProcessWatch(pid)
+        self._process: ProcessWatch | SystemWatch = (
+            SystemWatch() if system_wide else ProcessWatch(pid)
+        )
         self._threads = ThreadNames(pid)
         self._overhead = OverheadMeter()
         self._seq = 0
@@ -155,10 +181,16 @@ class Collector:
     def _run(self) -> None:
         try:
             self._post(Phase.COMPILING)
-            self._symbolizer.prepare(self.pid, preload=True)
+            for pid in self._targets:
+                self._symbolizer.prepare(pid, preload=True)
             self._sampler.load()
-            self._sampler.set_targets([self.pid])
+            self._sampler.set_targets(self._targets)
             self._sampler.start()
+            if self._launched is not None:
+                self._sampler.hold_at_exec(self.pid)
+                release(self._launched)
+                self._on_exec(self.pid)
+                resume(self._launched)
             self._post(Phase.SAMPLING, self._sampler.header_note)
             if self._loop():
                 self._sampler.close()
@@ -187,7 +219,7 @@ class Collector:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             self._absorb(self._sampler.drain())
-            if self._process.exited():
+            if self._process.exited() and not any(map(_alive, self._targets[1:])):
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
             self._post(Phase.SAMPLING)
@@ -240,13 +272,40 @@ class Collector:
         self._probes.use(str(spec), spec.weighted)
         self._probe_message = f"probe {spec}"
 
+    def _on_exec(self, tgid: int) -> None:
+        """A target exec'd: read its new image now, before it can exit (once
+        gone, what was read at the exec, if anything, is kept)."""
+        if not has_maps(tgid):
+            return
+        self._symbolizer.forget(tgid)
+        self._symbolizer.prepare(tgid, preload=True)
+        self._labels.forget(tgid)
+        if tgid == self.pid and isinstance(self._process, ProcessWatch):
+            with contextlib.suppress(BpftopError):
+                self._process = ProcessWatch(tgid)
+
+    def _on_fork(self, child: int) -> None:
+        if is_process(child):
+            self._symbolizer.prepare(child, preload=True)
+        else:  # a new thread of a target: its process is counted already
+            self._sampler.remove_target(child)
+
+    def _label(self, tgid: int) -> str:
+        return self._process.name if tgid == self.pid else self._labels.name(tgid)
+
     def _absorb(self, tick: RawTick) -> None:
+        for tgid in tick.execs:
+            self._on_exec(tgid)
+        for child in tick.forks:
+            self._on_fork(child)
         self._threads.note(tick)
         weighted = self._probes.active.weighted
         for sample in tick.samples:
             stack = self._stack(sample)
             count = sample.weight_ns if weighted else sample.count
-            self._profile.add(self._process.name, stack.frames, count, sample.tid, stack.unknown)
+            self._profile.add(
+                self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
+            )
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick)
         self._probes.active.events += tick.total_samples
@@ -345,6 +404,10 @@ def _unknown_shares(counts: dict[UnknownKey, int], hints: Hints) -> tuple[Unknow
         shares.append(UnknownShare(f"{reason.value}{where}", samples, share_hint))
     shares.sort(key=lambda u: (-u.samples, u.reason))
     return tuple(shares)
+
+
+def _alive(pid: int) -> bool:
+    return psutil.pid_exists(pid)
 
 
 def _next_deadline(deadline: float, interval_s: float, now: float) -> float:

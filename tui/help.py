@@ -33,6 +33,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("r", "reset: forget every count so far"),
     ("m", "time mode: cumulative → last 30 s → decay (½ every 10 s)"),
     ("w", "write the shown (zoomed / filtered) profile as folded stacks"),
+    ("p", "change the probe live (checked as you type, Tab completes); each keeps its profile"),
     ("?", "this help"),
 )
 

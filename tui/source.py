@@ -58,6 +58,15 @@ class ControlledSource(Protocol):
         ...
 
 
+@runtime_checkable
+class ProbeSwitching(Protocol):
+    """A source that can change the probe live (the collector)."""
+
+    def switch_probe(self, text: str) -> None:
+        """Attach this probe spec instead; the answer comes in ``Snapshot.probe_message``."""
+        ...
+
+
 class FakeSource:
     """Replays snapshots on demand.
 
@@ -81,6 +90,7 @@ class FakeSource:
         self.modes: list[TimeSetting] = []
         self.threads: list[int | None] = []
         self.source_lines: list[bool] = []
+        self.probe_switches: list[str] = []
 
     def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
         self._on_snapshot = on_snapshot
@@ -112,6 +122,9 @@ class FakeSource:
 
     def show_source_lines(self, on: bool) -> None:
         self.source_lines.append(on)
+
+    def switch_probe(self, text: str) -> None:
+        self.probe_switches.append(text)
 
     def drain(self, timeout_s: float = 5.0) -> None:
         """Wait until the worker thread has delivered everything pushed."""

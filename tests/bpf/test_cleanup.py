@@ -64,40 +64,37 @@ def spec(workloads: Path) -> str:
     return f"uprobe:{workloads / 'probed'}:slow_path"
 
 
+def record_until(end: Callable[[subprocess.Popen[str]], object], target, out: Path) -> None:
+    """Run `bpftop record` on ``target`` until ``end`` ends it; check it cleaned up."""
+    workloads = Path(target.args[0]).parent
+    cmd = [str(BPFTOP), "record", "-p", str(target.pid), "-o", str(out), "--probe", spec(workloads)]
+    bpftop = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        held = wait_held(bpftop.pid, probing)
+        time.sleep(0.5)
+        end(bpftop)
+        _, err = bpftop.communicate(timeout=30)
+    finally:
+        bpftop.kill()
+    assert bpftop.returncode == 0, err
+    assert_gone(held, bpftop.pid)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_record_cleans_up_on_signals(sig: int, target, workloads: Path, tmp_path: Path) -> None:
+def test_record_cleans_up_on_signals(sig: int, target, tmp_path: Path) -> None:
     out = tmp_path / "out.folded"
-    cmd = [str(BPFTOP), "record", "-p", str(target.pid), "-o", str(out), "--probe", spec(workloads)]
-    bpftop = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    try:
-        held = wait_held(bpftop.pid, probing)
-        time.sleep(0.5)
-        bpftop.send_signal(sig)
-        _, err = bpftop.communicate(timeout=30)
-    finally:
-        bpftop.kill()
-    assert bpftop.returncode == 0, err
+    record_until(lambda bpftop: bpftop.send_signal(sig), target, out)
     assert "slow_path" in out.read_text(), "what was collected is written"
-    assert_gone(held, bpftop.pid)
 
 
-def test_record_cleans_up_when_the_target_dies(target, workloads: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out.folded"
-    cmd = [str(BPFTOP), "record", "-p", str(target.pid), "-o", str(out), "--probe", spec(workloads)]
-    bpftop = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    try:
-        held = wait_held(bpftop.pid, probing)
-        time.sleep(0.5)
-        target.kill()
-        _, err = bpftop.communicate(timeout=30)
-    finally:
-        bpftop.kill()
-    assert bpftop.returncode == 0, err
-    assert_gone(held, bpftop.pid)
+def test_record_cleans_up_when_the_target_dies(target, tmp_path: Path) -> None:
+    record_until(lambda _: target.kill(), target, tmp_path / "out.folded")
 
 
-@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
-def test_live_view_cleans_up_on_quit_keys(key: bytes, target, workloads: Path) -> None:
+@pytest.mark.parametrize(
+    "key", [b"q", b"\x03", signal.SIGTERM, signal.SIGHUP], ids=["q", "ctrl-c", "TERM", "HUP"]
+)
+def test_live_view_cleans_up_on_quit_keys(key: bytes | int, target, workloads: Path) -> None:
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     cmd = [str(BPFTOP), "-p", str(target.pid), "--probe", spec(workloads)]
@@ -108,7 +105,10 @@ def test_live_view_cleans_up_on_quit_keys(key: bytes, target, workloads: Path) -
     try:
         held = wait_held(bpftop.pid, probing)
         time.sleep(1.0)  # the app is up and drawing
-        os.write(master, key)
+        if isinstance(key, bytes):
+            os.write(master, key)
+        else:
+            bpftop.send_signal(key)
         assert bpftop.wait(timeout=30) == 0
     finally:
         bpftop.kill()

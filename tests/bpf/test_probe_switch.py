@@ -38,7 +38,9 @@ def test_switching_keeps_one_profile_per_probe(workloads: Path) -> None:
         rejected = watched.wait(lambda s: s.seq > left_at and "not changed" in s.probe_message, 10)
         assert "no function 'no_such_fn'" in rejected.probe_message
         assert rejected.stats.probe == latency
-        still = watched.wait(lambda s: s.probe_events > rejected.probe_events + 10, 10)
+        still = watched.wait(
+            lambda s: s.seq > rejected.seq and s.probe_events > rejected.probe_events + 10, 10
+        )
         assert still.stats.probe == latency
 
         before = counting.stats.total_samples

@@ -1,0 +1,87 @@
+"""Targets: a command started held (nothing missed at start-up), several -p,
+--children and -a, through `bpftop record` against the real kernel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from tests.bpf.kernel_objects import held_by
+from tests.bpf.test_record import parse_folded
+from tests.conftest import BPFTOP
+
+
+def record(out: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(BPFTOP), "record", "-o", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_launched_command_is_probed_from_its_first_instruction(
+    workloads: Path, tmp_path: Path
+) -> None:
+    """`probed calls 1000 go` runs for ~1 ms; held until the uprobe is attached,
+    every call is counted, and main -> run_calls, the first function main calls."""
+    probed = workloads / "probed"
+    out = tmp_path / "calls.folded"
+    spec = f"uprobe:{probed}:counted_call"
+    record(out, "--probe", spec, "--", str(probed), "calls", "1000", "go")
+    stacks = parse_folded(out)
+    assert sum(stacks.values()) == 1000, stacks
+    (stack,) = stacks
+    assert stack[0] == "probed" and stack[-3:] == ("main", "run_calls", "counted_call")
+
+    out = tmp_path / "main.folded"
+    record(out, "--probe", f"uprobe:{probed}:main", "--", str(probed), "calls", "10", "go")
+    assert {s[-1]: n for s, n in parse_folded(out).items()} == {"main": 1}
+
+
+def test_several_pids(workloads: Path, tmp_path: Path) -> None:
+    other = tmp_path / "probed2"
+    shutil.copy(workloads / "probed", other)
+    a = subprocess.Popen([str(workloads / "probed"), "latency", "100000", "go"])
+    b = subprocess.Popen([str(other), "latency", "100000", "go"])
+    try:
+        out = tmp_path / "two.folded"
+        record(out, "-p", str(a.pid), "-p", str(b.pid), "--probe", "uprobe:c:usleep", "-d", "2")
+    finally:
+        for proc in (a, b):
+            proc.kill()
+            proc.wait()
+    per_process = {s[0] for s in parse_folded(out)}
+    assert per_process == {"probed", "probed2"}
+
+
+def test_children_are_followed(workloads: Path, tmp_path: Path) -> None:
+    probed = workloads / "probed"
+    script = f"{probed} calls 100 go; {probed} calls 200 go"
+    out = tmp_path / "children.folded"
+    record(
+        out, "--children", "--probe", f"uprobe:{probed}:counted_call", "--", "/bin/sh", "-c", script
+    )
+    assert sum(parse_folded(out).values()) == 300
+
+
+def test_all_processes(workloads: Path, tmp_path: Path) -> None:
+    probed = workloads / "probed"
+    out = tmp_path / "all.folded"
+    cmd = [str(BPFTOP), "record", "-a", "-o", str(out), "-d", "6"]
+    bpftop = subprocess.Popen([*cmd, "--probe", f"uprobe:{probed}:counted_call"])
+    try:
+        deadline = time.monotonic() + 60
+        while held_by(bpftop.pid).perf_events < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        for n in ("300", "200"):
+            subprocess.run([str(probed), "calls", n, "go"], check=True)
+        assert bpftop.wait(timeout=60) == 0
+    finally:
+        bpftop.kill()
+    assert sum(parse_folded(out).values()) == 500

@@ -1,0 +1,144 @@
+"""The probe dialog against a fake source and fake symbol/tracepoint lists:
+validation as you type, completion, Enter switches, Esc keeps the probe;
+the header shows every probe used and time for weighted probes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from textual.widgets import Input, OptionList, Static
+
+from bpftop.tui.app import BpftopApp
+from bpftop.tui.probe_complete import ProbeCompleter
+from bpftop.tui.probe_dialog import ProbeDialog
+from bpftop.tui.source import FakeSource
+
+from .helpers import BASE, header, snapshot_of
+
+SIZE = (120, 36)
+FILES = {99: ["/usr/bin/small", "/usr/lib/x86_64-linux-gnu/libc.so.6"]}
+SYMBOLS = {
+    "/usr/bin/small": [("main", 0x10), ("leaf_a", 0x20), ("leaf_b", 0x30)],
+    "/usr/lib/x86_64-linux-gnu/libc.so.6": [("malloc", 0x100), ("malloc_trim", 0x200)],
+}
+TRACEPOINTS = ["sched:sched_switch", "sched:sched_wakeup", "syscalls:sys_enter_write"]
+
+
+def fake_check(text: str, pids: Sequence[int]) -> str:
+    """Stands in for the kernel check: only known names attach."""
+    known = {f"uprobe:small:{n}" for n, _ in SYMBOLS["/usr/bin/small"]}
+    known |= {f"tracepoint:{t}" for t in TRACEPOINTS} | {"offcpu", "profile:hz:99"}
+    return "" if text in known else f"no such probe here: {text}"
+
+
+def fake_completer() -> ProbeCompleter:
+    return ProbeCompleter(
+        pids=[99],
+        tracepoints=lambda: TRACEPOINTS,
+        files=lambda pid: FILES.get(pid, []),
+        symbols=lambda path: SYMBOLS.get(path, []),
+        checker=fake_check,
+    )
+
+
+def make_app() -> tuple[BpftopApp, FakeSource]:
+    completer = fake_completer()
+    snap = dataclasses.replace(snapshot_of(BASE), probes=("profile:hz:99", "uprobe:small:leaf_a"))
+    source = FakeSource([snap])
+    return BpftopApp(source, 1.0, completer=completer), source
+
+
+def dialog(app: BpftopApp) -> ProbeDialog:
+    assert isinstance(app.screen, ProbeDialog)
+    return app.screen
+
+
+def choices(app: BpftopApp) -> list[str]:
+    options = app.screen.query_one("#choices", OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+def verdict(app: BpftopApp) -> str:
+    return str(app.screen.query_one("#verdict", Static).render())
+
+
+async def test_typing_validates_completes_and_enter_switches() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        assert dialog(app).used == ("profile:hz:99", "uprobe:small:leaf_a")
+        assert choices(app) == ["profile:hz:99", "uprobe:small:leaf_a"], "used probes first"
+        await pilot.press(*"upr")
+        assert choices(app) == ["uprobe:"]
+        await pilot.press("tab", *"sm")
+        await pilot.pause()
+        assert app.screen.query_one("#spec", Input).value == "uprobe:sm"
+        assert choices(app) == ["uprobe:small:"]
+        await pilot.press("tab", *"lea")
+        await pilot.pause()
+        assert choices(app) == ["uprobe:small:leaf_a", "uprobe:small:leaf_b"]
+        assert "✗" in verdict(app)
+        await pilot.press("enter")  # not valid: the dialog stays
+        await pilot.pause()
+        assert isinstance(app.screen, ProbeDialog) and source.probe_switches == []
+        await pilot.press("f", "_", "b")
+        await pilot.pause()
+        assert "✓ uprobe:small:leaf_b" in verdict(app)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeDialog)
+    assert source.probe_switches == ["uprobe:small:leaf_b"]
+
+
+async def test_tracepoint_completion_and_escape_keeps_the_probe() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p", *"tracepoint:sched:")
+        await pilot.pause()
+        assert choices(app) == ["tracepoint:sched:sched_switch", "tracepoint:sched:sched_wakeup"]
+        await pilot.press("down", "enter")  # pick from the list into the field
+        await pilot.pause()
+        assert dialog(app).query_one("#spec", Input).value.startswith("tracepoint:sched:sched_")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeDialog)
+    assert source.probe_switches == []
+
+
+async def test_header_lists_probes_and_says_time_for_weighted_ones() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "uprobe:small:leaf_a" in header(app)
+        base = snapshot_of(BASE, seq=2)
+        weighted = dataclasses.replace(
+            base,
+            stats=dataclasses.replace(base.stats, probe="offcpu"),
+            probes=("profile:hz:99", "offcpu"),
+            weight_unit="ns",
+            probe_events=42,
+            probe_message="probe not changed: no function 'x' in /bin/small",
+        )
+        source.push(weighted)
+        await pilot.pause()
+        text = header(app)
+        assert "offcpu (time, ns)" in text and "in 42 events" in text
+        assert "samples" not in text.split("\n")[1]
+        assert "probe not changed: no function 'x'" in text
+
+
+def test_completer_offers_kinds_events_and_libraries() -> None:
+    completer = fake_completer()
+    assert completer.complete("u") == ("uprobe:", "uretprobe:", "usdt:")
+    assert completer.complete("software:page") == ("software:page-faults",)
+    assert "uretprobe:libc.so.6:" in completer.complete("uretprobe:lib")
+    assert completer.complete("uprobe:libc.so.6:mal") == (
+        "uprobe:libc.so.6:malloc",
+        "uprobe:libc.so.6:malloc_trim",
+    )
+    assert completer.check("offcpu") == ""
+    assert completer.check("uprobe:small:nope").startswith("no such probe")
