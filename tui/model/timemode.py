@@ -147,7 +147,7 @@ class TimedProfile:
             self._moving = None
             return
         self._expire()
-        self._moving = Profile()
+        self._moving = Profile(self.cumulative.store)  # same shape, its own counts
         for _, stacks in self._ticks:
             self._replay(stacks)
         self._replay(self._pending)
