@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.events import DescendantFocus
+from textual.widgets import ContentSwitcher, Input, Static
 
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.app_source import SourceApp
@@ -27,6 +28,7 @@ from bpftop.tui.flame_view import FlameView
 from bpftop.tui.header import header_text, placeholder_text
 from bpftop.tui.help import HelpScreen
 from bpftop.tui.hot_table import HotTable
+from bpftop.tui.key_bar import KeyBar
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -118,7 +120,7 @@ class BpftopApp(SourceApp):
             yield DiagnosticsView(id="diag")
             yield ThreadsView(id="threads")
         yield Input(placeholder="search: regex over function names (empty clears)", id="search")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     @property
     def view_id(self) -> str:
@@ -152,6 +154,9 @@ class BpftopApp(SourceApp):
         self._refresh_crumbs()
         self.tree_view.focus()
         self.start_source()
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self.query_one("#keys", KeyBar).refresh_keys()
 
     def on_unmount(self) -> None:
         super().on_unmount()
