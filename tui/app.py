@@ -51,7 +51,7 @@ class BpftopApp(SourceApp):
 
     CSS = """
     #header {
-        height: auto; padding: 0 1; background: $boost;
+        height: 3; padding: 0 1; background: $boost;
         text-wrap: nowrap; text-overflow: ellipsis;
     }
     #crumbs { height: 1; padding: 0 1; }
@@ -259,14 +259,14 @@ class BpftopApp(SourceApp):
         if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
             status += " (switching…)"
         text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
-        self.query_one("#header", Static).update(text)
+        self.query_one("#header", Static).update(text, layout=False)  # always three lines
 
     def _refresh_crumbs(self) -> None:
         tree = self.shown.tree if self.shown is not None else CallNode("all")
         names = ("Top", "Tree", "Callers", "Flame", "Diagnostics", "Threads")
         current = [v for v, _ in VIEWS].index(self.view_id)
         text = breadcrumb_text(names, current, self.state, tree, self.show_source)
-        self.query_one("#crumbs", Static).update(text)
+        self.query_one("#crumbs", Static).update(text, layout=False)
 
     # -- views ----------------------------------------------------------------
     def current_selection(self) -> None:

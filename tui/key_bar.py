@@ -39,11 +39,22 @@ class KeyBar(Static):
     KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._made: dict[type, Text] = {}  # bindings are per class (no check_action here)
+
     def on_mount(self) -> None:
         self.refresh_keys()
 
     def refresh_keys(self) -> None:
-        """Rebuild from the active bindings (call when focus moves)."""
+        """Show the keys of what has focus now (call when focus moves)."""
+        focused = type(self.screen.focused)
+        text = self._made.get(focused)
+        if text is None:
+            text = self._made[focused] = self._make()
+        self.update(text, layout=False)
+
+    def _make(self) -> Text:
         seen: set[str] = set()
         shown: list[Binding] = []
         display: dict[str, str] = {}
@@ -55,4 +66,4 @@ class KeyBar(Static):
             shown.append(binding)
             display[binding.key] = binding.key_display or self.app.get_key_display(binding)
         key_style = self.get_component_rich_style("keybar--key", partial=True)
-        self.update(key_bar_text(shown, display, key_style))
+        return key_bar_text(shown, display, key_style)

@@ -8,7 +8,7 @@ the profile holds. An optional fixed header takes the first ``header_lines``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar, Self
 
 from rich.segment import Segment
 from rich.style import Style
@@ -39,6 +39,12 @@ class RowsView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._cursor = 0
         self.placeholder = "no samples yet"
+        self._lines: dict[tuple[int, int], Strip] = {}  # (y + scroll, width) -> drawn line
+
+    def refresh(self, *regions: Any, **kwargs: Any) -> Self:
+        """Redraw: anything may have changed, so drawn lines are forgotten."""
+        self._lines = {}
+        return super().refresh(*regions, **kwargs)
 
     # -- what subclasses provide ----------------------------------------------
     @property
@@ -106,7 +112,15 @@ class RowsView(ScrollView, can_focus=True):
 
     # -- rendering ------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
+        """Textual asks for a line several times per refresh: each is drawn once."""
         width = self.scrollable_content_region.width
+        key = (y if y < self.header_lines else y + round(self.scroll_y), width)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = self._draw_line(y, width)
+        return line
+
+    def _draw_line(self, y: int, width: int) -> Strip:
         if y < self.header_lines:
             return self._strip(self.header_text(y, width), width)
         index = y - self.header_lines + round(self.scroll_y)
