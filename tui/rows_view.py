@@ -19,10 +19,41 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 
-class RowsView(ScrollView, can_focus=True):
-    """Rows 0..row_count-1 under ``header_lines`` fixed lines; one is the cursor."""
+class CachedLinesView(ScrollView):
+    """A Line-API view that draws each line once per refresh.
+
+    Textual asks for a line several times per refresh (a view switch renders
+    the screen more than once); subclasses draw in ``draw_line``, and what they
+    drew is kept until ``refresh``. The first ``header_lines`` do not scroll.
+    """
 
     header_lines = 0
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: dict[tuple[int, int], Strip] = {}  # (y + scroll, width) -> drawn line
+
+    def refresh(self, *regions: Any, **kwargs: Any) -> Self:
+        """Redraw: anything may have changed, so drawn lines are forgotten."""
+        self._lines = {}
+        return super().refresh(*regions, **kwargs)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        key = (y if y < self.header_lines else y + round(self.scroll_y), width)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = self.draw_line(y, width)
+        return line
+
+    def draw_line(self, y: int, width: int) -> Strip:
+        """Screen line ``y`` (``width`` cells)."""
+        raise NotImplementedError
+
+
+class RowsView(CachedLinesView, can_focus=True):
+    """Rows 0..row_count-1 under ``header_lines`` fixed lines; one is the cursor."""
+
     CURSOR_CLASSES = ("calltree--cursor", "calltree--cursor-blurred")
     PLACEHOLDER_CLASS = "calltree--placeholder"
 
@@ -39,12 +70,6 @@ class RowsView(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._cursor = 0
         self.placeholder = "no samples yet"
-        self._lines: dict[tuple[int, int], Strip] = {}  # (y + scroll, width) -> drawn line
-
-    def refresh(self, *regions: Any, **kwargs: Any) -> Self:
-        """Redraw: anything may have changed, so drawn lines are forgotten."""
-        self._lines = {}
-        return super().refresh(*regions, **kwargs)
 
     # -- what subclasses provide ----------------------------------------------
     @property
@@ -111,16 +136,7 @@ class RowsView(ScrollView, can_focus=True):
         self.move_cursor(self.row_count - 1)
 
     # -- rendering ------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
-        """Textual asks for a line several times per refresh: each is drawn once."""
-        width = self.scrollable_content_region.width
-        key = (y if y < self.header_lines else y + round(self.scroll_y), width)
-        line = self._lines.get(key)
-        if line is None:
-            line = self._lines[key] = self._draw_line(y, width)
-        return line
-
-    def _draw_line(self, y: int, width: int) -> Strip:
+    def draw_line(self, y: int, width: int) -> Strip:
         if y < self.header_lines:
             return self._strip(self.header_text(y, width), width)
         index = y - self.header_lines + round(self.scroll_y)

@@ -117,10 +117,10 @@ class LiveTree:
         self.sources: Final = store.sources  # append-only (file:line found later)
 
     def root(self) -> LiveNode:
-        return self.node(ROOT)
-
-    def node(self, index: int) -> LiveNode:
-        return LiveNode(self, index)
+        index = ROOT
+        key = self.keys[int(self.key_id[index])]
+        self_count, total = int(self.self_count[index]), int(self.total[index])
+        return LiveNode(self, index, key, self_count, total, "", int(self.flags[index]))
 
     def children_of(self, index: int) -> tuple[CallNode, ...]:
         """Children with samples, hottest first, ties by key."""
@@ -132,15 +132,24 @@ class LiveTree:
             child = int(next_sibling[child])
         if not ids:
             return ()
-        totals = self.total[ids].tolist()
-        keys = self.keys
-        key_ids = self.key_id[ids].tolist()
+        at = np.array(ids)
+        keys, sources = self.keys, self.sources
         ranked = sorted(
-            (-total, keys[key], node)
-            for node, total, key in zip(ids, totals, key_ids, strict=True)
+            (-total, keys[key], node, own, flags)
+            for node, total, key, own, flags in zip(
+                ids,
+                self.total[at].tolist(),
+                self.key_id[at].tolist(),
+                self.self_count[at].tolist(),
+                self.flags[at].tolist(),
+                strict=True,
+            )
             if total > 0
         )
-        return tuple(self.node(node) for _, _, node in ranked)
+        return tuple(
+            LiveNode(self, node, key, own, -negative, sources.get(node, ""), flags)
+            for negative, key, node, own, flags in ranked
+        )
 
 
 class LiveNode(CallNode):
@@ -148,12 +157,20 @@ class LiveNode(CallNode):
 
     __slots__ = ("_index", "_kids", "_tree")
 
-    def __init__(self, tree: LiveTree, index: int) -> None:
-        flags = int(tree.flags[index])
-        label, module, kernel = tree.keys[int(tree.key_id[index])]
+    def __init__(
+        self,
+        tree: LiveTree,
+        index: int,
+        key: NodeKey,
+        self_count: int,
+        total_count: int,
+        source: str,
+        flags: int,
+    ) -> None:
+        label, module, kernel = key
         super().__init__(
-            label, module, kernel, int(tree.self_count[index]), int(tree.total[index]),
-            (), tree.sources.get(index, ""), bool(flags & INLINED), bool(flags & UNRESOLVED),
+            label, module, kernel, self_count, total_count, (), source,
+            bool(flags & INLINED), bool(flags & UNRESOLVED),
         )  # fmt: skip
         self._tree = tree
         self._index = index
