@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from bpftop.tui.model import live_views
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 
 NodeKey = tuple[str, str, bool]
@@ -48,6 +49,9 @@ def chain_to(tree: CallNode, path: NodePath) -> CallNode:
 
 def filter_tree(node: CallNode, match: Match) -> CallNode | None:
     """Keep only the stacks with at least one frame that matches (node itself excluded)."""
+    live = live_views.live_root(node)
+    if live is not None:
+        return live_views.filtered(live, match)
     kept: list[CallNode] = []
     for child in node.children:
         if match(child):
@@ -65,6 +69,9 @@ def filter_tree(node: CallNode, match: Match) -> CallNode | None:
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
     """Per-function self/total of a (derived) tree; total counts a sample once."""
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.hot_of(live, limit)
     counters: dict[NodeKey, list[int]] = {}
     sources: dict[NodeKey, str] = {}
     on_path: dict[NodeKey, int] = {}
@@ -103,6 +110,9 @@ def callers_tree(tree: CallNode, key: NodeKey, expected: int | None = None) -> C
     ``expected`` (the function's total samples) the walk stops once all of
     them are found, which for hot functions is early.
     """
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.callers(live, key)
     inverted: dict[NodeKey, _Inv] = {}
     label, module, kernel = key
     found = 0
@@ -170,6 +180,9 @@ def keep_frames(tree: CallNode, keep: Match) -> CallNode:
     A dropped frame's children move up to its parent (merging with equal
     siblings) and its self samples become the parent's. Totals are unchanged.
     """
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.kept_frames(live, keep)
     processes = []
     for process in tree.children:
         acc = _Inv(process)
