@@ -278,6 +278,11 @@ def test_live_snapshot_views_equal_node_walks(
     assert callers_tree(live, fn) == callers_tree(plain, fn)
     assert hot_from_tree(live) == hot_from_tree(plain) == p.hot_functions()
     match = lambda n: n.label == name  # noqa: E731
+    paths = matching_paths(live, match)
+    assert paths == matching_paths(plain, match)
+    for here in [None, *paths[:2], path("main")]:
+        for step in (1, -1):
+            assert next_match(live, match, here, step) == next_match(plain, match, here, step)
     kept, kept_plain = filter_tree(live, match), filter_tree(plain, match)
     assert kept == kept_plain
     if kept is not None and kept_plain is not None:

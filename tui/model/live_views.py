@@ -46,6 +46,15 @@ def key_mask(live: LiveTree, match: Match) -> Mask:
     return mask
 
 
+def leads_to_match(live: LiveTree, match: Match) -> Mask:
+    """Per node: does it or anything below it match (what a search must visit)."""
+    found = key_mask(live, match)
+    parent = live.parent
+    for level in reversed(live.levels()[1:]):
+        found[parent[level[found[level]]]] = True
+    return found
+
+
 def filtered(live: LiveTree, match: Match) -> LiveNode | None:
     """``views.filter_tree`` on arrays: only the stacks with a matching frame.
 
