@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from bpftop.bpf.program import CpuSampler
 from bpftop.tui.app import BpftopApp
 from bpftop.tui.collector import Collector
 from bpftop.tui.model.snapshot import Phase, Snapshot
+from bpftop.tui.targets import launch_held
 
 
 async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s: float) -> Snapshot:
@@ -24,9 +24,10 @@ async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s:
 
 
 async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads: Path) -> None:
-    target = subprocess.Popen([str(workloads / "split"), "10"])  # outlives a slow compile
+    # Held until the probes are attached: a slow compile cannot outlast it.
+    target = launch_held([str(workloads / "split"), "6"])
     sampler = CpuSampler(199)
-    app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5))
+    app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5, launched=target))
     try:
         async with app.run_test(size=(120, 36)):
             first = await wait_for(app, lambda s: True, 5)

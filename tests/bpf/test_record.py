@@ -78,15 +78,20 @@ def test_kernel_frames_follow_user_frames(workloads: Path, tmp_path: Path) -> No
 
 
 def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
-    # Long enough to outlive the ~3-4 s compile, well short of -d 30.
-    target = subprocess.Popen([str(workloads / "split"), "7"])
+    # Started held (-- COMMAND) so a slow compile on a busy machine cannot
+    # outlast it; it runs 4 s, well short of -d 30.
     out = tmp_path / "exit.folded"
     started = time.monotonic()
-    result = record(target.pid, out, "-F", "199", "-d", "30")
+    command = [str(workloads / "split"), "4"]
+    result = subprocess.run(
+        [str(BPFTOP), "record", "-o", str(out), "-F", "199", "-d", "30", "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     elapsed = time.monotonic() - started
-    target.wait()
     assert result.returncode == 0, result.stderr
-    assert elapsed < 20, "record stops when the process exits"
+    assert elapsed < 25, "record stops when the process exits"
     stacks = parse_folded(out)
     assert sum(stacks.values()) > 0
     assert any(s[-1] == "hot_a" for s in stacks), "symbols survive the process's exit"
