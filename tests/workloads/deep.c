@@ -1,0 +1,26 @@
+/* main -> run -> recurse x DEPTH (100): all CPU time at the deepest call, so
+ * every sample's stack holds exactly 100 `recurse` frames. Built without frame
+ * pointers (see the Makefile). Usage: deep_nofp [SECONDS] | deep_nofp -n ROUNDS. */
+#include "common.h"
+
+#define DEPTH 100
+
+static volatile long sink;
+
+__attribute__((noinline)) void recurse(int left) {
+    if (left > 1)
+        recurse(left - 1);
+    else
+        SPIN(20);
+    sink += left; /* work after the call: no tail call */
+}
+
+__attribute__((noinline)) void run(struct run_limit *lim) {
+    for (long round = 0; !limit_reached(lim, round); round++) recurse(DEPTH);
+}
+
+int main(int argc, char **argv) {
+    struct run_limit lim = parse_limit(argc, argv);
+    run(&lim);
+    return 0;
+}
