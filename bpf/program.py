@@ -89,7 +89,11 @@ class CpuSampler:
         return f"/* -D flags */\n{defines}\n{self._source_text()}"
 
     def _source_text(self) -> str:
-        return f"{self.source.read_text()}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
+        """The program; the walker is appended when it calls the walker's hook."""
+        text = self.source.read_text()
+        if not _calls_walker(text):
+            return text
+        return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
     def load(self) -> None:
         """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
@@ -106,7 +110,7 @@ class CpuSampler:
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._sample_fn = self._bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
-                if self.unwind != "fp":
+                if self.unwind != "fp" and _calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
@@ -268,6 +272,11 @@ class _StackReader:
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
         return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+
+
+def _calls_walker(program: str) -> bool:
+    """True for a program with the walker's hook (a test's own program may lack it)."""
+    return "unwind_user_stack" in program
 
 
 def _clear_stacks(table: Any) -> None:

@@ -29,7 +29,7 @@ from bpftop.tui.model.snapshot import (
     UnknownShare,
 )
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
-from bpftop.tui.unwind_feed import UnwindFeed, start_unwind_feed
+from bpftop.tui.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
@@ -144,10 +144,12 @@ class Collector:
     def _run(self) -> None:
         try:
             self._post(Phase.COMPILING)
+            # Unwind tables are built while BCC compiles.
+            self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
             self._symbolizer.prepare(self.pid, preload=True)
             self._sampler.load()
             self._sampler.set_targets([self.pid])
-            self._unwind_feed = start_unwind_feed(self._sampler, self.pid)
+            attach_unwinder(self._unwind_feed, self._sampler)
             self._sampler.start()
             self._post(Phase.SAMPLING, self._sampler.header_note)
             if self._loop():

@@ -4,11 +4,16 @@ the collector, the table feed and the walker are all exercised."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
+from bpftop.symbols.code_ranges import code_ranges
+from bpftop.symbols.unwind_cache import UnwindCache
 from tests.bpf.test_record import parse_folded, record
+from tests.conftest import BPFTOP
 
 CHAIN = ("main", "run", "a", "b", "c")
 DEPTH = 100
@@ -78,3 +83,85 @@ def test_dwarf_mode_walks_tables_only(workloads: Path, tmp_path: Path) -> None:
     """--unwind dwarf still completes the chain (the binary has tables)."""
     full, _ = _chain_report(_record(workloads, tmp_path, "chain_nofp", "--unwind", "dwarf"))
     assert full >= 0.99
+
+
+PYTHON = "/usr/bin/python3"
+PY_LOOP = """
+import sys, time
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+end = time.time() + float(sys.argv[1])
+while time.time() < end: fib(20)
+"""
+START_CHAIN = ("_start", "__libc_start_main", "__libc_start_call_main", "Py_BytesMain")
+
+
+def _perf_stacks(data: Path) -> Counter[tuple[str, ...]]:
+    """Root-first stacks from ``perf script``: unknown frames as "?", perf's
+    extra inline frames dropped (bpftop names the function the address is in)."""
+    text = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", "ip,sym"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    stacks: Counter[tuple[str, ...]] = Counter()
+    for block in text.split("\n\n"):
+        frames = [line.split(None, 1) for line in block.strip().splitlines()]
+        names = [f[1].strip() for f in frames if len(f) == 2 and "(inlined)" not in f[1]]
+        if names:
+            stacks[tuple("?" if n == "[unknown]" else n for n in reversed(names))] += 1
+    return stacks
+
+
+def _record_cached(pid: int, out: Path, cache: Path, *extra: str) -> None:
+    """``bpftop record`` with its symbol and unwind-table cache in ``cache``."""
+    result = subprocess.run(
+        [str(BPFTOP), "record", "-p", str(pid), "-o", str(out), *extra],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "BPFTOP_SYMBOL_CACHE_DIR": str(cache)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+
+def _from_main(stack: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The frames from Py_BytesMain to the leaf, unknown ones as "?" (None: no Py_BytesMain)."""
+    user = _user_functions(stack)
+    if "Py_BytesMain" not in user:
+        return None
+    return tuple("?" if "+0x" in f else f for f in user[user.index("Py_BytesMain") :])
+
+
+def test_debian_python_reaches_start_and_matches_perf_dwarf(tmp_path: Path) -> None:
+    """Stripped, no frame pointers, main not even in .dynsym: the start chain is
+    reached and the frames in between are perf --call-graph dwarf's. The table
+    cache is warmed first (cold builds are timed by bench.unwind_bench)."""
+    if subprocess.run(["perf", "--version"], capture_output=True).returncode != 0:
+        raise AssertionError("perf is needed (scripts/setup.sh installs linux-perf)")
+    cache = tmp_path / "cache"
+    script = tmp_path / "loop.py"
+    script.write_text(PY_LOOP)
+    target = subprocess.Popen([PYTHON, str(script), "40"])
+    try:
+        time.sleep(0.3)  # let the loader map libc
+        for code in code_ranges(target.pid):  # what bpftop's feed would build first
+            assert UnwindCache(str(cache / "unwind")).load(code.open_path) is not None
+        out, data = tmp_path / "py.folded", tmp_path / "perf.data"
+        perf = subprocess.Popen(
+            ["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf", "-p",
+             str(target.pid), "-o", str(data), "--", "sleep", "8"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _record_cached(target.pid, out, cache, "-F", "499", "-d", "6")
+        perf.wait(timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    ours = parse_folded(out)
+    total = sum(ours.values())
+    started = sum(n for s, n in ours.items() if _user_functions(s)[1:5] == START_CHAIN)
+    assert started / total >= 0.95, f"only {started}/{total} samples reach {START_CHAIN}"
+    our_stacks = {_from_main(s) for s in ours}
+    theirs = Counter({_from_main(s): n for s, n in _perf_stacks(data).items()})
+    compared = sum(n for s, n in theirs.items() if s is not None)
+    matched = sum(n for s, n in theirs.items() if s is not None and s in our_stacks)
+    print(f"python3: {started / total:.2%} reach the start chain; {matched}/{compared} perf "
+          f"stacks found among ours")  # fmt: skip
+    assert compared > 500 and matched / compared >= 0.95, (matched, compared)

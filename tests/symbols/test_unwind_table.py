@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from bpftop.symbols.code_ranges import CodeRange, code_ranges
 from bpftop.symbols.disk_cache import read_build_id
+from bpftop.symbols.maps import parse_maps
 from bpftop.symbols.unwind_cache import UnwindCache
 from bpftop.symbols.unwind_table import RowKind, UnwindTable, build_unwind_table
 
@@ -172,3 +175,29 @@ def _symbol_via_readelf() -> int:
             assert match
             return int(match.group(1), 16) + 1
     raise AssertionError("no signal frame FDE in libc")
+
+
+def test_code_ranges_bias_maps_addresses_to_elf_vaddrs(nofp: Path) -> None:
+    """The load bias of every executable mapping: for these PIE/shared objects,
+    vaddr 0 sits at the file's first mapping (offset 0)."""
+    proc = subprocess.Popen([str(nofp), "5"])
+    try:
+        time.sleep(0.2)
+        ranges = code_ranges(proc.pid)
+        maps = parse_maps(Path(f"/proc/{proc.pid}/maps").read_text())
+        keys = [_identity_key(code) for code in ranges]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ranges[0].path == str(nofp), "the main program comes first"
+    assert any(r.path.endswith("libc.so.6") for r in ranges)
+    for code, key in zip(ranges, keys, strict=True):
+        first = min(m.start for m in maps if m.path == code.path and m.offset == 0)
+        assert code.bias == first, (code, hex(first))
+        assert code.key == key
+    assert code_ranges(proc.pid) == ()  # gone: nothing, no error
+
+
+def _identity_key(code: CodeRange) -> str:
+    st = Path(code.open_path).stat()
+    return f"{st.st_dev:x}:{st.st_ino:x}:{st.st_size:x}:{st.st_mtime_ns:x}"
