@@ -13,13 +13,10 @@ raises; a file without usable CFI gives None.
 
 from __future__ import annotations
 
-import contextlib
-import marshal
 import os
-import tempfile
 from typing import Any
 
-from bpftop.symbols.disk_cache import default_cache_dir, read_build_id
+from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, read_build_id
 from bpftop.symbols.unwind_table import ROW_SIZE, UnwindTable, build_unwind_table
 
 FORMAT_VERSION = 1
@@ -39,7 +36,7 @@ class UnwindCache:
 
     def __init__(self, directory: str | None, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.directory = directory
-        self.max_entries = max_entries
+        self._store = None if directory is None else EntryStore(directory, SUFFIX, max_entries)
         self.hits = 0
         self.builds = 0
 
@@ -60,56 +57,22 @@ class UnwindCache:
             self.put(table, size)
         return table
 
-    def _path(self, build_id: str, file_size: int) -> str | None:
-        if self.directory is None or not build_id:
-            return None
-        if any(c not in "0123456789abcdef" for c in build_id):
-            return None
-        return os.path.join(self.directory, f"{build_id}-{file_size}{SUFFIX}")
-
     def get(self, build_id: str, file_size: int) -> UnwindTable | None:
-        path = self._path(build_id, file_size)
-        if path is None:
+        if self._store is None:
             return None
-        try:
-            with open(path, "rb") as stream:
-                data = stream.read()
-        except OSError:
-            return None
-        try:
-            table = _decode(marshal.loads(data), build_id, file_size)
-        except Exception:  # marshal raises several kinds on a damaged file
-            table = None
+        raw = self._store.read(build_id, file_size)
+        table = None if raw is None else _decode(raw, build_id, file_size)
         if table is None:
-            _remove(path)
+            if raw is not None:
+                self._store.remove(build_id, file_size)
             return None
         self.hits += 1
         return table
 
     def put(self, table: UnwindTable, file_size: int) -> None:
         """Store ``table`` atomically; errors are ignored."""
-        path = self._path(table.build_id or "", file_size)
-        if path is None or self.directory is None:
-            return
-        try:
-            os.makedirs(self.directory, mode=0o755, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as stream:
-                stream.write(marshal.dumps(_encode(table, file_size)))
-            os.replace(tmp, path)
-            self._prune()
-        except (OSError, ValueError):
-            return
-
-    def _prune(self) -> None:
-        assert self.directory is not None
-        with os.scandir(self.directory) as found:
-            entries = [e for e in found if e.name.endswith(SUFFIX) and e.is_file()]
-        if len(entries) <= self.max_entries:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime_ns)
-        for entry in entries[: len(entries) - self.max_entries]:
-            _remove(entry.path)
+        if self._store is not None:
+            self._store.write(table.build_id or "", file_size, _encode(table, file_size))
 
 
 def _encode(table: UnwindTable, file_size: int) -> dict[str, Any]:
@@ -138,8 +101,3 @@ def _decode(raw: Any, build_id: str, file_size: int) -> UnwindTable | None:
     table = UnwindTable(packed, source, build_id, fdes, failed)
     pcs = table.pcs()
     return table if pcs == sorted(set(pcs)) else None
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)

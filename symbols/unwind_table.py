@@ -79,6 +79,11 @@ class UnwindRow:
     def rule(self) -> tuple[RowKind, int, int, int, int]:
         return (self.kind, self.cfa_offset, self.rbp_offset, self.ra_offset, self.arg)
 
+    def packed(self) -> bytes:
+        return ROW_FORMAT.pack(
+            self.pc, self.cfa_offset, self.rbp_offset, self.ra_offset, self.kind, self.arg
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class UnwindTable:
@@ -141,7 +146,7 @@ def build_unwind_table(stream: IO[bytes], build_id: str | None = None) -> Unwind
     if not fdes:
         return None
     rows, failed = _rows_of(fdes)
-    packed = b"".join(ROW_FORMAT.pack(*r.rule_packed()) for r in _compact(rows))
+    packed = b"".join(row.packed() for row in _compact(rows))
     return UnwindTable(packed, "+".join(sources), build_id, len(fdes), failed)
 
 
@@ -149,9 +154,9 @@ def _fdes(entries: Iterable[Any]) -> list[Any]:
     return [e for e in entries if type(e).__name__ == "FDE"]
 
 
-def _rows_of(fdes: list[Any]) -> tuple[list[_Row], int]:
+def _rows_of(fdes: list[Any]) -> tuple[list[UnwindRow], int]:
     """Rows of every FDE (the first FDE covering a start wins), and failures."""
-    rows: list[_Row] = []
+    rows: list[UnwindRow] = []
     failed = 0
     covered: set[int] = set()
     for fde in fdes:
@@ -163,18 +168,18 @@ def _rows_of(fdes: list[Any]) -> tuple[list[_Row], int]:
         fde_rows = _fde_rows(fde, start, end)
         if fde_rows is None:
             failed += 1
-            fde_rows = [_Row(start, RowKind.UNSUPPORTED)]
+            fde_rows = [UnwindRow(start, RowKind.UNSUPPORTED)]
         rows.extend(fde_rows)
-        rows.append(_Row(end, RowKind.GAP))
+        rows.append(UnwindRow(end, RowKind.GAP))
     return rows, failed
 
 
-def _fde_rows(fde: Any, start: int, end: int) -> list[_Row] | None:
+def _fde_rows(fde: Any, start: int, end: int) -> list[UnwindRow] | None:
     table = _decoded(fde)
     if table is None:
         return None
     if b"S" in bytes(fde.cie.header.get("augmentation") or b""):
-        return [_Row(start, RowKind.SIGNAL)]
+        return [UnwindRow(start, RowKind.SIGNAL)]
     rows = []
     for line in table:
         pc = int(line["pc"])
@@ -196,28 +201,28 @@ def _decoded(fde: Any) -> list[Any] | None:
         return None
 
 
-def _row(pc: int, line: dict[Any, Any]) -> _Row:
+def _row(pc: int, line: dict[Any, Any]) -> UnwindRow:
     ra = line.get(REG_RA)
     if ra is None or ra.type == "UNDEFINED":
-        return _Row(pc, RowKind.STOP)
+        return UnwindRow(pc, RowKind.STOP)
     if ra.type != "OFFSET":
-        return _Row(pc, RowKind.UNSUPPORTED)
+        return UnwindRow(pc, RowKind.UNSUPPORTED)
     rbp = line.get(REG_RBP)
     rbp_offset = 0
     if rbp is not None and rbp.type == "OFFSET":
         rbp_offset = int(rbp.arg)
     elif rbp is not None and rbp.type not in ("SAME_VALUE", "UNDEFINED"):
-        return _Row(pc, RowKind.UNSUPPORTED)
+        return UnwindRow(pc, RowKind.UNSUPPORTED)
     cfa = line["cfa"]
     if cfa.expr is not None:
         plt = _plt_rule(bytes(cfa.expr))
         if plt is None:
-            return _Row(pc, RowKind.UNSUPPORTED)
-        return _Row(pc, RowKind.PLT, plt[0], rbp_offset, int(ra.arg), plt[1])
+            return UnwindRow(pc, RowKind.UNSUPPORTED)
+        return UnwindRow(pc, RowKind.PLT, plt[0], rbp_offset, int(ra.arg), plt[1])
     kind = {REG_RSP: RowKind.RSP, REG_RBP: RowKind.RBP}.get(cfa.reg, RowKind.UNSUPPORTED)
     if kind is RowKind.UNSUPPORTED or not _fits(int(cfa.offset), int(ra.arg), rbp_offset):
-        return _Row(pc, RowKind.UNSUPPORTED)
-    return _Row(pc, kind, int(cfa.offset), rbp_offset, int(ra.arg))
+        return UnwindRow(pc, RowKind.UNSUPPORTED)
+    return UnwindRow(pc, kind, int(cfa.offset), rbp_offset, int(ra.arg))
 
 
 def _fits(cfa_offset: int, ra_offset: int, rbp_offset: int) -> bool:
@@ -251,41 +256,19 @@ def _sleb128(data: bytes, at: int) -> tuple[int, int]:
     return value, at
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    pc: int
-    kind: RowKind
-    cfa: int = 0
-    rbp: int = 0
-    ra: int = 0
-    arg: int = 0
-
-    def rule_packed(self) -> tuple[int, int, int, int, int, int]:
-        return (self.pc, self.cfa, self.rbp, self.ra, int(self.kind), self.arg)
-
-    def same_rule(self, other: _Row) -> bool:
-        return (self.kind, self.cfa, self.rbp, self.ra, self.arg) == (
-            other.kind,
-            other.cfa,
-            other.rbp,
-            other.ra,
-            other.arg,
-        )
-
-
-def _compact(rows: list[_Row]) -> list[_Row]:
+def _compact(rows: list[UnwindRow]) -> list[UnwindRow]:
     """Sorted by pc; at one pc a real row beats an FDE's end marker; a row
     with the same rule as the one before it is dropped."""
     rows.sort(key=lambda r: (r.pc, r.kind != RowKind.GAP))
-    out: list[_Row] = []
+    out: list[UnwindRow] = []
     for row in rows:
         if out and out[-1].pc == row.pc:
             out[-1] = row
-        elif not out or not out[-1].same_rule(row):
+        elif not out or out[-1].rule() != row.rule():
             out.append(row)
     # Replacing a row may have made two neighbours equal; one more pass.
-    final: list[_Row] = []
+    final: list[UnwindRow] = []
     for row in out:
-        if not final or not final[-1].same_rule(row):
+        if not final or final[-1].rule() != row.rule():
             final.append(row)
     return final
