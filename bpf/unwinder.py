@@ -110,6 +110,15 @@ class Unwinder:
             self._procs[ct.c_uint32(tgid)] = leaf
         return with_table
 
+    def process_mappings(self, tgid: int) -> list[tuple[int, int, int]]:
+        """(start, end, rows) of each mapping the walker knows for ``tgid``."""
+        try:
+            leaf = self._procs[ct.c_uint32(tgid)]
+        except KeyError:
+            return []
+        maps = leaf.maps[: min(int(leaf.count), MAX_MAPPINGS)]
+        return [(int(m.start), int(m.end), int(m.rows_len)) for m in maps]
+
     def close(self) -> None:
         """From now on, write nothing (the program's maps are about to go)."""
         with self._lock:

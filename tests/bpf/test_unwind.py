@@ -10,8 +10,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bpftop.bpf.program import CpuSampler
+from bpftop.bpf.unwinder import Unwinder
 from bpftop.symbols.code_ranges import code_ranges
 from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.tui.unwind_feed import UnwindFeed
 from tests.bpf.test_record import parse_folded, record
 from tests.conftest import BPFTOP
 
@@ -165,3 +168,47 @@ def test_debian_python_reaches_start_and_matches_perf_dwarf(tmp_path: Path) -> N
     print(f"python3: {started / total:.2%} reach the start chain; {matched}/{compared} perf "
           f"stacks found among ours")  # fmt: skip
     assert compared > 500 and matched / compared >= 0.95, (matched, compared)
+
+
+def _has_table(unwinder: Unwinder, pid: int, name: str) -> bool:
+    starts = {c.start for c in code_ranges(pid) if name in c.path}
+    return any(rows for start, _, rows in unwinder.process_mappings(pid) if start in starts)
+
+
+def test_feed_notices_dlopen_and_shares_tables(tmp_path: Path) -> None:
+    """A library loaded later gets its table within a poll; a second process
+    mapping the same files reuses the rows already written."""
+    late = "import sys, time; sys.stdin.readline(); import _ctypes; time.sleep(60)"
+    first = subprocess.Popen([PYTHON, "-c", late], stdin=subprocess.PIPE)
+    second = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)"])
+    cache = UnwindCache(str(tmp_path / "unwind"))
+    try:
+        with CpuSampler(99, unwind="auto") as sampler:
+            sampler.load()
+            unwinder = sampler.unwinder
+            assert unwinder is not None
+            feeds = [UnwindFeed(p.pid, cache=cache, poll_s=0.2).start() for p in (first, second)]
+            for feed in feeds:
+                feed.attach(unwinder)
+                assert feed.ready.wait(120)
+            rows_for_two = unwinder.rows_used
+            before = unwinder.process_mappings(first.pid)
+            assert first.stdin is not None
+            first.stdin.write(b"go\n")  # now it dlopens _ctypes
+            first.stdin.flush()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not _has_table(unwinder, first.pid, "_ctypes"):
+                time.sleep(0.1)
+            after = unwinder.process_mappings(first.pid)
+            dlopened = _has_table(unwinder, first.pid, "_ctypes")
+            for feed in feeds:
+                feed.close()
+    finally:
+        for proc in (first, second):
+            proc.kill()
+            proc.wait()
+    assert all(rows > 0 for _, _, rows in before), "every file of python3 has a table"
+    assert len(after) > len(before), "the dlopened library (and its dependencies) are mapped"
+    assert dlopened, "the dlopened library got its table"
+    one_process = sum(rows for _, _, rows in before)
+    assert rows_for_two == one_process, "the second process reused the first one's rows"
