@@ -125,6 +125,8 @@ static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_
         return NULL;
     u32 base = 0;
     for (int i = 0; i < UNWIND_MAPPING_STEPS; i++) {
+        if (n <= 1)
+            break;
         u32 half = n / 2;
         u32 at = base + half;
         UNWIND_BARRIER(at);
@@ -148,6 +150,8 @@ static __always_inline int unwind_find_row(struct unwind_proc *proc, u64 pc, str
     u64 vaddr = pc - m->bias;
     u32 base = m->rows_start, n = m->rows_len;
     for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
+        if (n <= 1)
+            break;
         u32 half = n / 2;
         u32 at = base + half;
         struct unwind_row *row = unwind_rows.lookup(&at);
