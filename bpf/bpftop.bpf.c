@@ -39,6 +39,11 @@ static __always_inline void add_count(void *map_is_gen1, struct sample_key *key)
         count_drop(DROP_COUNTS_FULL);
 }
 
+/* The .eh_frame walker lives in unwind.bpf.c, which program.py appends to this
+ * file (BCC rewrites map calls and finds programs only in its main file). */
+static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active);
+
 int on_cpu_sample(struct bpf_perf_event_data *ctx) {
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32;
@@ -49,13 +54,15 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
     u32 *gen = control.lookup(&zero);
     u32 active = gen ? *gen : 0;
     struct sample_key key = {.tgid = tgid, .tid = (u32)id};
-    if (active) {
-        key.user_stack_id = stacks1.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+    if (active)
         key.kernel_stack_id = stacks1.get_stackid(&ctx->regs, 0);
-    } else {
-        key.user_stack_id = stacks0.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+    else
         key.kernel_stack_id = stacks0.get_stackid(&ctx->regs, 0);
-    }
+    unwind_user_stack(ctx, &key, active); /* .eh_frame walk: tail-calls away unless --unwind fp */
+    if (active)
+        key.user_stack_id = stacks1.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+    else
+        key.user_stack_id = stacks0.get_stackid(&ctx->regs, BPF_F_USER_STACK);
     add_count((void *)(u64)active, &key);
     return 0;
 }

@@ -22,9 +22,11 @@ from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.raw import Addresses, ExitEvent, MapUsage, RawSample, RawTick
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
+from bpftop.bpf.unwinder import MODES, WALKER_ID_BIT, Unwinder
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
+WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
 EVENT_EXIT = 1  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
@@ -41,12 +43,19 @@ class CpuSampler:
         stack_storage_size: int = 32768,
         targets_size: int = 1024,
         source: Path = PROGRAM_FILE,
+        unwind: str = "fp",
+        unwind_rows: int = 1 << 20,
     ) -> None:
+        if unwind not in MODES:
+            raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
         self.sample_hz = sample_hz
+        self.unwind = unwind
+        self.unwinder: Unwinder | None = None  # the .eh_frame walker, once loaded
         self.defines = {
             "COUNTS_SIZE": counts_size,
             "STACK_STORAGE_SIZE": stack_storage_size,
             "TARGETS_SIZE": targets_size,
+            "UNWIND_ROWS_SIZE": unwind_rows if unwind != "fp" else 1,
         }
         self.source = source
         self.header_note = ""
@@ -77,7 +86,14 @@ class CpuSampler:
     def program_text(self) -> str:
         """The final program as BCC compiles it (``--print-bpf``)."""
         defines = "".join(f"#define {k} {v}\n" for k, v in self.defines.items())
-        return f"/* -D flags */\n{defines}\n{self.source.read_text()}"
+        return f"/* -D flags */\n{defines}\n{self._source_text()}"
+
+    def _source_text(self) -> str:
+        """The program; the walker is appended when it calls the walker's hook."""
+        text = self.source.read_text()
+        if not _calls_walker(text):
+            return text
+        return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
     def load(self) -> None:
         """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
@@ -90,10 +106,12 @@ class CpuSampler:
         failure: Exception | None = None
         with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(src_file=str(self.source).encode(), cflags=cflags)  # type: ignore[attr-defined]
+                self._bpf = bcc.BPF(text=self._source_text().encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._sample_fn = self._bpf.load_func(b"on_cpu_sample", bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
+                if self.unwind != "fp" and _calls_walker(self.source.read_text()):
+                    self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -132,7 +150,8 @@ class CpuSampler:
         self._bpf[b"control"][ct.c_int(0)] = ct.c_uint32(self._gen)
         time.sleep(SETTLE_S)
         counts = self._bpf[f"counts{old}".encode()]
-        stacks = _StackReader(self._bpf[f"stacks{old}".encode()])
+        walked = self.unwinder.take_stacks(old) if self.unwinder else {}
+        stacks = _StackReader(self._bpf[f"stacks{old}".encode()], walked)
         entries = _drain_hash(counts)
         samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
         self._drained = {"counts": len(entries), "stacks": stacks.distinct}
@@ -186,6 +205,9 @@ class CpuSampler:
 
     def close(self) -> None:
         """Detach every probe and free the program; safe to call twice."""
+        if self.unwinder is not None:
+            self.unwinder.close()
+            self.unwinder = None
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
             bpf.cleanup()
@@ -220,9 +242,10 @@ class CpuSampler:
 class _StackReader:
     """Reads stack ids of one generation's stack map, once per id per drain."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, walked: dict[int, Addresses] | None = None) -> None:
         self._table = table
         self._cache: dict[int, Addresses] = {}
+        self._walked = walked or {}
 
     @property
     def distinct(self) -> int:
@@ -231,6 +254,9 @@ class _StackReader:
     def read(self, stack_id: int) -> tuple[Addresses, str]:
         if stack_id < 0:
             return (), errno.errorcode.get(-stack_id, str(stack_id))
+        if stack_id & WALKER_ID_BIT:  # from the .eh_frame walker's own store
+            walked = self._walked.get(stack_id)
+            return (walked, "") if walked is not None else ((), "ENOENT")
         found = self._cache.get(stack_id)
         if found is None:
             try:
@@ -246,6 +272,11 @@ class _StackReader:
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
         return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+
+
+def _calls_walker(program: str) -> bool:
+    """True for a program with the walker's hook (a test's own program may lack it)."""
+    return "unwind_user_stack" in program
 
 
 def _clear_stacks(table: Any) -> None:

@@ -57,6 +57,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep C++/Rust names as the symbol table spells them (for export)",
     )
+    p.add_argument(
+        "--unwind",
+        choices=("auto", "dwarf", "fp"),
+        default="auto",
+        help="user stacks: .eh_frame tables where they exist, else frame pointers (auto, "
+        "the default); tables only (dwarf); frame pointers only (fp)",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
 
 
@@ -124,7 +131,9 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     if not 1 <= args.frequency <= 100_000:
         raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
     sampler = CpuSampler(
-        args.frequency, source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE))
+        args.frequency,
+        source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
+        unwind=args.unwind,
     )
     if args.print_bpf:
         print(sampler.program_text())

@@ -29,6 +29,7 @@ from bpftop.tui.model.snapshot import (
     UnknownShare,
 )
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
+from bpftop.tui.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
@@ -98,6 +99,7 @@ class Collector:
         self._stacks_have_lines = False
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
+        self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -142,9 +144,12 @@ class Collector:
     def _run(self) -> None:
         try:
             self._post(Phase.COMPILING)
+            # Unwind tables are built while BCC compiles.
+            self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
             self._symbolizer.prepare(self.pid, preload=True)
             self._sampler.load()
             self._sampler.set_targets([self.pid])
+            attach_unwinder(self._unwind_feed, self._sampler)
             self._sampler.start()
             self._post(Phase.SAMPLING, self._sampler.header_note)
             if self._loop():
@@ -158,6 +163,8 @@ class Collector:
                 BpftopError(f"internal error in the collector: {exc!r}", "please report it")
             )
         finally:
+            if self._unwind_feed is not None:
+                self._unwind_feed.close(timeout_s=0)  # it stops by itself once the sampler closes
             self._sampler.close()
             self.finished.set()
 
