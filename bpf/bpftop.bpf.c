@@ -154,12 +154,42 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
     return 0;
 }
 
+/* The .eh_frame walker lives in unwind.bpf.c, which program.py appends to this
+ * file (BCC rewrites map calls and finds programs only in its main file). */
+static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active);
+
+/* perf events (profile, software, hardware): the user stack may be walked from
+ * .eh_frame (unwind_user_stack tail-calls away and counts, unless --unwind fp). */
+static __always_inline int count_perf_sample(struct bpf_perf_event_data *ctx, u32 slot) {
+    u32 state = state_for(slot);
+    if (state == MUTED)
+        return 0;
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tgid = id >> 32;
+    if (!is_target(tgid))
+        return 0;
+    u32 active = state & 1;
+    struct sample_key key = {.tgid = tgid, .tid = (u32)id};
+    if (active)
+        key.kernel_stack_id = stacks1.get_stackid(&ctx->regs, 0);
+    else
+        key.kernel_stack_id = stacks0.get_stackid(&ctx->regs, 0);
+    unwind_user_stack(ctx, &key, active); /* .eh_frame walk: tail-calls away unless --unwind fp */
+    if (active)
+        key.user_stack_id = stacks1.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+    else
+        key.user_stack_id = stacks0.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+    add_count((void *)(u64)active, &key);
+    return 0;
+}
+
 /* The handlers, once per slot. perf events (profile, software, hardware):
  * on_cpu_sample; uprobes and USDT (user mode: no kernel stack): on_probe_hit;
  * kprobes: on_kprobe_hit; any tracepoint attached by name: on_tracepoint;
  * uretprobe: on_call_entry + on_call_return. */
-int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, 1, 0); }
-int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, 1, 1); }
+int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_perf_sample(ctx, 0); }
+int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_perf_sample(ctx, 1); }
 int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, 0, 0); }
 int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, 0, 1); }
 int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, 1, 0); }

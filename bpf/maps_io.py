@@ -8,14 +8,16 @@ import errno
 from typing import Any
 
 from bpftop.bpf.raw import Addresses, RawSample
+from bpftop.bpf.unwinder import WALKER_ID_BIT
 
 
 class StackReader:
     """Reads stack ids of one generation's stack map, once per id per drain."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, walked: dict[int, Addresses] | None = None) -> None:
         self._table = table
         self._cache: dict[int, Addresses] = {}
+        self._walked = walked or {}
 
     @property
     def distinct(self) -> int:
@@ -24,6 +26,9 @@ class StackReader:
     def read(self, stack_id: int) -> tuple[Addresses, str]:
         if stack_id < 0:
             return (), errno.errorcode.get(-stack_id, str(stack_id))
+        if stack_id & WALKER_ID_BIT:  # from the .eh_frame walker's own store
+            walked = self._walked.get(stack_id)
+            return (walked, "") if walked is not None else ((), "ENOENT")
         found = self._cache.get(stack_id)
         if found is None:
             try:

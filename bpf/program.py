@@ -27,9 +27,11 @@ from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
+from bpftop.bpf.unwinder import MODES, Unwinder
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
+WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
@@ -53,10 +55,16 @@ class CpuSampler:
         wstack_storage_size: int = 16384,
         targets_size: int = 1024,
         source: Path = PROGRAM_FILE,
+        unwind: str = "fp",
+        unwind_rows: int = 1 << 20,
     ) -> None:
         """``probe``: what to attach first (default: profile:hz:``sample_hz``);
         ``system_wide``: every process is a target (-a); ``follow_children``:
         a target's forked children become targets (--children)."""
+        if unwind not in MODES:
+            raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
+        self.unwind = unwind
+        self.unwinder: Unwinder | None = None  # the .eh_frame walker, once loaded
         self.sample_hz = sample_hz
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
@@ -66,6 +74,7 @@ class CpuSampler:
             "STACK_STORAGE_SIZE": stack_storage_size,
             "WSTACK_STORAGE_SIZE": wstack_storage_size,
             "TARGETS_SIZE": targets_size,
+            "UNWIND_ROWS_SIZE": unwind_rows if unwind != "fp" else 1,
         }
         self._pids: tuple[int, ...] = ()
         self._attachment: Attachment | None = None
@@ -102,7 +111,14 @@ class CpuSampler:
     def program_text(self) -> str:
         """The final program as BCC compiles it (``--print-bpf``)."""
         defines = "".join(f"#define {k} {v}\n" for k, v in self.defines.items())
-        return f"/* -D flags */\n{defines}\n{self.source.read_text()}"
+        return f"/* -D flags */\n{defines}\n{self._source_text()}"
+
+    def _source_text(self) -> str:
+        """The program; the walker is appended when it calls the walker's hook."""
+        text = self.source.read_text()
+        if not _calls_walker(text):
+            return text
+        return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
     def load(self) -> None:
         """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
@@ -115,10 +131,12 @@ class CpuSampler:
         failure: Exception | None = None
         with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(src_file=str(self.source).encode(), cflags=cflags)  # type: ignore[attr-defined]
+                self._bpf = bcc.BPF(text=self._source_text().encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._load_handlers(bcc)
+                if self.unwind != "fp" and _calls_walker(self.source.read_text()):
+                    self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -236,7 +254,8 @@ class CpuSampler:
         self._write_state()
         time.sleep(SETTLE_S)
         counts = self._bpf[f"counts{old}".encode()]
-        stacks = StackReader(self._bpf[f"stacks{old}".encode()])
+        walked = self.unwinder.take_stacks(old) if self.unwinder else {}
+        stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked)
         entries = drain_hash(counts)
         samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
         weighted = drain_hash(self._bpf[f"wcounts{old}".encode()])
@@ -298,6 +317,9 @@ class CpuSampler:
 
     def close(self) -> None:
         """Detach every probe and free the program; safe to call twice."""
+        if self.unwinder is not None:
+            self.unwinder.close()
+            self.unwinder = None
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
             self._attachment = None
@@ -356,6 +378,11 @@ class _kernel_source:
             os.environ.pop("BCC_KERNEL_SOURCE", None)
         else:
             os.environ["BCC_KERNEL_SOURCE"] = self._old
+
+
+def _calls_walker(program: str) -> bool:
+    """True for a program with the walker's hook (a test's own program may lack it)."""
+    return "unwind_user_stack" in program
 
 
 def _wstacks(slot: int) -> bytes:

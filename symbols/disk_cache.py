@@ -103,26 +103,24 @@ def _build_id_in_notes(data: bytes, endian: str) -> str | None:
     return None
 
 
-class DiskCache:
-    """Symbol indexes stored by build-id in one folder."""
+class EntryStore:
+    """Values stored as ``marshal`` files named ``<build-id>-<size><suffix>`` in
+    one folder (atomically written; the oldest written go first past
+    ``max_entries``). Shared by the symbol and the unwind-table caches."""
 
-    def __init__(
-        self, directory: str = DEFAULT_CACHE_DIR, max_entries: int = DEFAULT_MAX_ENTRIES
-    ) -> None:
+    def __init__(self, directory: str, suffix: str, max_entries: int) -> None:
         self.directory = directory
+        self.suffix = suffix
         self.max_entries = max_entries
-        self.hits = 0
-        self.writes = 0
 
-    def _path(self, build_id: str, file_size: int) -> str | None:
+    def path(self, build_id: str, file_size: int) -> str | None:
         if not build_id or any(c not in "0123456789abcdef" for c in build_id):
             return None
-        return os.path.join(self.directory, f"{build_id}-{file_size}.idx")
+        return os.path.join(self.directory, f"{build_id}-{file_size}{self.suffix}")
 
-    def get(self, build_id: str, file_size: int) -> ElfIndex | None:
-        """The stored index of the file with this build-id and size, if it is
-        there, valid and not stale."""
-        path = self._path(build_id, file_size)
+    def read(self, build_id: str, file_size: int) -> Any:
+        """The stored value, or None (missing, or damaged: then removed)."""
+        path = self.path(build_id, file_size)
         if path is None:
             return None
         try:
@@ -131,11 +129,66 @@ class DiskCache:
         except OSError:
             return None
         try:
-            index = _decode(marshal.loads(data), build_id, file_size)
+            return marshal.loads(data)
         except Exception:  # marshal raises several kinds on a damaged file
+            _remove(path)
+            return None
+
+    def remove(self, build_id: str, file_size: int) -> None:
+        path = self.path(build_id, file_size)
+        if path is not None:
+            _remove(path)
+
+    def write(self, build_id: str, file_size: int, value: Any) -> bool:
+        """Store ``value`` atomically; False on any error (ignored by callers)."""
+        path = self.path(build_id, file_size)
+        if path is None:
+            return False
+        try:
+            os.makedirs(self.directory, mode=0o755, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(marshal.dumps(value))
+            os.replace(tmp, path)
+            self._prune()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _prune(self) -> None:
+        with os.scandir(self.directory) as found:
+            entries = [e for e in found if e.name.endswith(self.suffix) and e.is_file()]
+        if len(entries) <= self.max_entries:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime_ns)
+        for entry in entries[: len(entries) - self.max_entries]:
+            _remove(entry.path)
+
+
+class DiskCache:
+    """Symbol indexes stored by build-id in one folder."""
+
+    def __init__(
+        self, directory: str = DEFAULT_CACHE_DIR, max_entries: int = DEFAULT_MAX_ENTRIES
+    ) -> None:
+        self.directory = directory
+        self.max_entries = max_entries
+        self._store = EntryStore(directory, ".idx", max_entries)
+        self.hits = 0
+        self.writes = 0
+
+    def get(self, build_id: str, file_size: int) -> ElfIndex | None:
+        """The stored index of the file with this build-id and size, if it is
+        there, valid and not stale."""
+        raw = self._store.read(build_id, file_size)
+        if raw is None:
+            return None
+        try:
+            index = _decode(raw, build_id, file_size)
+        except Exception:
             index = None
         if index is None or _stale(index):
-            _remove(path)
+            self._store.remove(build_id, file_size)
             return None
         self.hits += 1
         return index
@@ -143,29 +196,8 @@ class DiskCache:
     def put(self, index: ElfIndex, file_size: int) -> None:
         """Store ``index`` of a file of ``file_size`` bytes under its build-id
         (atomically; errors are ignored)."""
-        path = self._path(index.build_id or "", file_size)
-        if path is None:
-            return
-        try:
-            os.makedirs(self.directory, mode=0o755, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as stream:
-                stream.write(marshal.dumps(_encode(index, file_size)))
-            os.replace(tmp, path)
+        if self._store.write(index.build_id or "", file_size, _encode(index, file_size)):
             self.writes += 1
-            self._prune()
-        except (OSError, ValueError):
-            return
-
-    def _prune(self) -> None:
-        """Keep at most ``max_entries`` entries: the oldest written go first."""
-        with os.scandir(self.directory) as found:
-            entries = [e for e in found if e.name.endswith(".idx") and e.is_file()]
-        if len(entries) <= self.max_entries:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime_ns)
-        for entry in entries[: len(entries) - self.max_entries]:
-            _remove(entry.path)
 
 
 def _encode(index: ElfIndex, file_size: int) -> dict[str, Any]:

@@ -76,6 +76,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep C++/Rust names as the symbol table spells them (for export)",
     )
+    p.add_argument(
+        "--unwind",
+        choices=("auto", "dwarf", "fp"),
+        default="auto",
+        help="user stacks: .eh_frame tables where they exist, else frame pointers (auto, "
+        "the default); tables only (dwarf); frame pointers only (fp)",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
     p.add_argument(
         "command",
@@ -154,6 +161,7 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
         system_wide=args.all,
         follow_children=args.children,
         source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
+        unwind=args.unwind,
     )
     if args.print_bpf:
         print(sampler.program_text())

@@ -45,6 +45,7 @@ from bpftop.tui.targets import (
     release,
     resume,
 )
+from bpftop.tui.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
@@ -131,6 +132,7 @@ class Collector:
         self._stacks_have_lines = False
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
+        self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -181,10 +183,14 @@ class Collector:
     def _run(self) -> None:
         try:
             self._post(Phase.COMPILING)
+            # Unwind tables (the main target's) are built while BCC compiles.
+            if self.pid:
+                self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
             self._sampler.load()
             self._sampler.set_targets(self._targets)
+            attach_unwinder(self._unwind_feed, self._sampler)
             self._sampler.start()
             if self._launched is not None:
                 self._sampler.hold_at_exec(self.pid)
@@ -203,6 +209,8 @@ class Collector:
                 BpftopError(f"internal error in the collector: {exc!r}", "please report it")
             )
         finally:
+            if self._unwind_feed is not None:
+                self._unwind_feed.close(timeout_s=0)  # it stops by itself once the sampler closes
             self._sampler.close()
             self.finished.set()
 

@@ -1,0 +1,46 @@
+"""Unwind-table benchmark: build and load times issue 7 asks for.
+
+    .venv/bin/python -m bench.unwind_bench
+
+- cold build (pyelftools, no disk cache) of libc.so.6 and python3.11: best of 3;
+- warm load of the same from the on-disk cache (a second run): best of 5;
+- rows, FDEs and row kinds of each table.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+from bpftop.symbols.unwind_cache import UnwindCache
+
+FILES = ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11")
+
+
+def _best_s(action, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        for path in FILES:
+            cold = _best_s(lambda p=path: UnwindCache(None).load(p), 3)
+            cache = UnwindCache(folder)
+            table = cache.load(path)
+            assert table is not None
+            warm = _best_s(lambda p=path: UnwindCache(folder).load(p), 5)
+            kinds = {k.name: n for k, n in sorted(table.kinds().items())}
+            print(f"{path}: cold build {cold:.2f} s, warm load {warm * 1000:.1f} ms, "
+                  f"{len(table)} rows from {table.fdes} FDEs ({table.failed_fdes} failed), "
+                  f"{len(table.packed) / 1024:.0f} KiB; {kinds}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,314 @@
+/* In-kernel unwinding of user stacks from .eh_frame tables (issue 7).
+ *
+ * Appended to bpftop.bpf.c by program.py (BCC rewrites map calls only in its
+ * main file), so its maps, add_count() and struct sample_key are in scope;
+ * bpftop.bpf.c declares unwind_user_stack() ahead. on_cpu_sample
+ * calls unwind_user_stack(): unless the mode is "fp", it stores the sample's
+ * key and the user registers in a per-CPU scratch slot and tail-calls
+ * unwind_walk, which walks UNWIND_FRAMES_PER_CALL frames and tail-calls
+ * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain loop
+ * stops verifying at ~60 frames; bpf_loop is unusable from BCC 0.26: DESIGN
+ * §5c). The walked return addresses go into a deduplicating stack store
+ * (ustacks0/1, one per generation like stacks0/1) under an id of 30 hash bits
+ * plus WALKER_ID_BIT (so the drain tells them from get_stackid's ids); the full hash is kept in the entry, so a collision is
+ * counted as an error (-EEXIST), never misattributed. Only return addresses
+ * leave the kernel: no stack memory.
+ *
+ * Per frame: find the process's mapping of the pc (unwind_procs[tgid],
+ * sorted, binary search), then the row of its table (unwind_rows, one shared
+ * array; each file's rows sorted by pc, binary search). Rows say CFA = rsp or
+ * rbp + off, RA at CFA + ra_off, caller's rbp at CFA + rbp_off (0: unchanged).
+ * Code without a table (no mapping entry yet, a GAP row) falls back to the
+ * frame pointer in "auto" mode and ends the stack in "dwarf" mode. Callers are
+ * looked up at pc - 1 (a return address may lie past its caller's FDE).
+ * The row kinds mirror symbols/unwind_table.py's RowKind.
+ */
+
+#define UNWIND_MODE_FP 0
+#define UNWIND_MODE_DWARF 1
+#define UNWIND_MODE_AUTO 2
+
+#define ROW_GAP 0
+#define ROW_RSP 1
+#define ROW_RBP 2
+#define ROW_STOP 3
+#define ROW_UNSUPPORTED 4
+#define ROW_PLT 5
+#define ROW_SIGNAL 6
+
+#define UNWIND_MAX_FRAMES 128          /* power of two */
+#ifndef UNWIND_FRAMES_PER_CALL
+#define UNWIND_FRAMES_PER_CALL 16
+#endif
+#define UNWIND_MAX_MAPPINGS 256        /* power of two */
+#define UNWIND_MAPPING_STEPS 9         /* log2(UNWIND_MAX_MAPPINGS) + 1 */
+#define UNWIND_ROW_STEPS 22            /* enough for 2^21 rows per file */
+#define UNWIND_EXACT_PC 1              /* the next pc is not a return address */
+#define WALKER_ID_BIT 0x40000000       /* walker stack ids; get_stackid's are below */
+
+/* The ucontext at rsp in a signal trampoline (__restore_rt). */
+#define SIGFRAME_RBP 120
+#define SIGFRAME_RSP 160
+#define SIGFRAME_RIP 168
+
+#ifndef UNWIND_ROWS_SIZE
+#define UNWIND_ROWS_SIZE 1048576
+#endif
+
+struct unwind_row {
+    u32 pc;          /* ELF virtual address */
+    s32 cfa_off;
+    s16 rbp_off;
+    s16 ra_off;
+    u8 kind;
+    u8 arg;          /* PLT: the (pc & 15) threshold */
+    u8 pad[2];
+};
+
+struct unwind_mapping {
+    u64 start;
+    u64 end;
+    u64 bias;        /* address - ELF vaddr */
+    u32 rows_start;
+    u32 rows_len;    /* 0: no table (yet) */
+};
+
+struct unwind_proc {
+    u32 count;
+    u32 pad;
+    struct unwind_mapping maps[UNWIND_MAX_MAPPINGS];
+};
+
+struct ustack {
+    u64 hash;
+    u32 len;
+    u32 pad;
+    u64 addrs[UNWIND_MAX_FRAMES];
+};
+
+struct unwind_state {
+    struct sample_key key;
+    u32 active;
+    u32 mode;
+    u32 flags;
+    u32 pad;
+    u64 pc;
+    u64 sp;
+    u64 bp;
+    struct ustack stack;
+};
+
+BPF_ARRAY(unwind_mode, u32, 1);
+BPF_ARRAY(unwind_rows, struct unwind_row, UNWIND_ROWS_SIZE);
+BPF_F_TABLE("hash", u32, struct unwind_proc, unwind_procs, TARGETS_SIZE, BPF_F_NO_PREALLOC);
+BPF_PERCPU_ARRAY(unwind_scratch, struct unwind_state, 1);
+BPF_F_TABLE("hash", u32, struct ustack, ustacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_F_TABLE("hash", u32, struct ustack, ustacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_PROG_ARRAY(unwind_progs, 1);
+
+/* Keeps clang from dropping a bound the verifier needs (DESIGN §5c). */
+#define UNWIND_BARRIER(x) asm volatile("" : "+r"(x))
+
+/* 1 when a <= b, without a branch (user addresses are below 2^63): the
+ * searches below are branch-free, so the verifier sees one path per frame
+ * instead of one per outcome of every comparison (DESIGN §5c). */
+static __always_inline u64 unwind_le(u64 a, u64 b) {
+    u64 take = 1 - ((b - a) >> 63);
+    UNWIND_BARRIER(take);
+    return take & 1;
+}
+
+/* The mapping holding pc: the last one starting at or below it. */
+static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *proc, u64 pc) {
+    u32 n = proc->count;
+    if (n == 0 || n > UNWIND_MAX_MAPPINGS)
+        return NULL;
+    u32 base = 0;
+    for (int i = 0; i < UNWIND_MAPPING_STEPS; i++) {
+        if (n <= 1)
+            break;
+        u32 half = n / 2;
+        u32 at = base + half;
+        UNWIND_BARRIER(at);
+        at &= UNWIND_MAX_MAPPINGS - 1;
+        base += half * (u32)unwind_le(proc->maps[at].start, pc);
+        n -= half;
+    }
+    UNWIND_BARRIER(base);
+    base &= UNWIND_MAX_MAPPINGS - 1;
+    struct unwind_mapping *m = &proc->maps[base];
+    return (m->start <= pc && pc < m->end) ? m : NULL;
+}
+
+/* The row in force at pc; 0 when there is none (no table: frame pointer). */
+static __always_inline int unwind_find_row(struct unwind_proc *proc, u64 pc, struct unwind_row *out) {
+    if (!proc)
+        return 0;
+    struct unwind_mapping *m = unwind_find_mapping(proc, pc);
+    if (!m || !m->rows_len)
+        return 0;
+    u64 vaddr = pc - m->bias;
+    u32 base = m->rows_start, n = m->rows_len;
+    for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
+        if (n <= 1)
+            break;
+        u32 half = n / 2;
+        u32 at = base + half;
+        struct unwind_row *row = unwind_rows.lookup(&at);
+        if (!row)
+            return 0;
+        base += half * (u32)unwind_le(row->pc, vaddr);
+        n -= half;
+    }
+    struct unwind_row *row = unwind_rows.lookup(&base);
+    if (!row || row->pc > vaddr)
+        return 0;
+    *out = *row;
+    return 1;
+}
+
+static __always_inline int unwind_read(u64 *dst, u64 addr) {
+    return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+}
+
+/* One step by the frame pointer; returns 1 when the stack ends. */
+static __always_inline int unwind_fp_step(struct unwind_state *st) {
+    u64 bp = st->bp, next_bp = 0, ra = 0;
+    if (!bp || unwind_read(&ra, bp + 8) || unwind_read(&next_bp, bp))
+        return 1;
+    if (next_bp && next_bp <= bp)
+        next_bp = 0; /* frames only go up the stack */
+    st->pc = ra;
+    st->sp = bp + 16;
+    st->bp = next_bp;
+    return 0;
+}
+
+/* One step by a table row; returns 1 when the stack ends. */
+static __always_inline int unwind_row_step(struct unwind_state *st, struct unwind_row *row) {
+    u64 cfa, ra = 0, bp = st->bp;
+    if (row->kind == ROW_SIGNAL) {
+        u64 sp = st->sp;
+        if (unwind_read(&st->pc, sp + SIGFRAME_RIP) || unwind_read(&st->bp, sp + SIGFRAME_RBP) ||
+            unwind_read(&st->sp, sp + SIGFRAME_RSP))
+            return 1;
+        st->flags = UNWIND_EXACT_PC;
+        return 0;
+    }
+    if (row->kind == ROW_RSP)
+        cfa = st->sp + row->cfa_off;
+    else if (row->kind == ROW_RBP)
+        cfa = st->bp + row->cfa_off;
+    else if (row->kind == ROW_PLT)
+        cfa = st->sp + row->cfa_off + (((st->pc & 15) >= row->arg) ? 8 : 0);
+    else
+        return 1; /* STOP (outermost frame) or UNSUPPORTED */
+    if (cfa <= st->sp || unwind_read(&ra, cfa + row->ra_off))
+        return 1;
+    if (row->rbp_off && unwind_read(&bp, cfa + row->rbp_off))
+        return 1;
+    st->pc = ra;
+    st->sp = cfa;
+    st->bp = bp;
+    return 0;
+}
+
+/* Record the current pc, then move to the caller; returns 1 when done. */
+static __always_inline int unwind_step(struct unwind_state *st, struct unwind_proc *proc) {
+    u32 len = st->stack.len;
+    u64 pc = st->pc;
+    if (len >= UNWIND_MAX_FRAMES || !pc)
+        return 1;
+    UNWIND_BARRIER(len);
+    st->stack.addrs[len & (UNWIND_MAX_FRAMES - 1)] = pc;
+    st->stack.len = len + 1;
+    st->stack.hash = (st->stack.hash ^ pc) * 0x100000001b3ULL;
+    u64 at = (len == 0 || (st->flags & UNWIND_EXACT_PC)) ? pc : pc - 1;
+    st->flags = 0;
+    struct unwind_row row = {};
+    if (unwind_find_row(proc, at, &row) && row.kind != ROW_GAP)
+        return unwind_row_step(st, &row);
+    if (st->mode != UNWIND_MODE_AUTO)
+        return 1;
+    return unwind_fp_step(st);
+}
+
+/* Put the walked stack in this generation's store and count the sample. */
+static __always_inline void unwind_finish(struct unwind_state *st) {
+    if (st->stack.len == 0) {
+        st->key.user_stack_id = -EFAULT;
+        add_count((void *)(u64)st->active, &st->key);
+        return;
+    }
+    u64 hash = (st->stack.hash ^ st->stack.len) * 0x9e3779b97f4a7c15ULL;
+    st->stack.hash = hash;
+    u32 id = (u32)(hash >> 34) | WALKER_ID_BIT;
+    int err;
+    struct ustack *old;
+    if (st->active) {
+        err = ustacks1.insert(&id, &st->stack);
+        old = err == -EEXIST ? ustacks1.lookup(&id) : NULL;
+    } else {
+        err = ustacks0.insert(&id, &st->stack);
+        old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+    }
+    if (err == -EEXIST)
+        st->key.user_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
+    else
+        st->key.user_stack_id = err ? err : (s32)id;
+    add_count((void *)(u64)st->active, &st->key);
+}
+
+int unwind_walk(struct bpf_perf_event_data *ctx) {
+    u32 zero = 0;
+    struct unwind_state *st = unwind_scratch.lookup(&zero);
+    if (!st)
+        return 0;
+    struct unwind_proc *proc = unwind_procs.lookup(&st->key.tgid);
+    for (int i = 0; i < UNWIND_FRAMES_PER_CALL; i++) {
+        if (unwind_step(st, proc)) {
+            unwind_finish(st);
+            return 0;
+        }
+    }
+    unwind_progs.call(ctx, 0);
+    unwind_finish(st); /* the tail call failed: keep what was walked */
+    return 0;
+}
+
+/* The user registers: from the sample, or the task's saved ones when the
+ * sample was taken in the kernel. */
+static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx, struct unwind_state *st) {
+    if ((ctx->regs.cs & 3) == 3) {
+        st->pc = ctx->regs.ip;
+        st->sp = ctx->regs.sp;
+        st->bp = ctx->regs.bp;
+        return 0;
+    }
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+    if (!regs)
+        return -1;
+    if (bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &regs->ip) ||
+        bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
+        bpf_probe_read_kernel(&st->bp, sizeof(st->bp), &regs->bp))
+        return -1;
+    return 0;
+}
+
+/* The hook: returns only in "fp" mode or when the walker cannot start. */
+static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx, struct sample_key *key, u32 active) {
+    u32 zero = 0;
+    u32 *mode = unwind_mode.lookup(&zero);
+    if (!mode || *mode == UNWIND_MODE_FP)
+        return;
+    struct unwind_state *st = unwind_scratch.lookup(&zero);
+    if (!st || unwind_user_regs(ctx, st))
+        return;
+    st->key = *key;
+    st->active = active;
+    st->mode = *mode;
+    st->flags = 0;
+    st->stack.len = 0;
+    st->stack.hash = 0xcbf29ce484222325ULL;
+    unwind_progs.call(ctx, 0);
+}

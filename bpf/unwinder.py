@@ -1,0 +1,145 @@
+"""The .eh_frame walker's program and maps (bpf/unwind.bpf.c), seen from Python.
+
+Owns :class:`Unwinder` (loads the walker, fills its maps, drains its stack
+store) and the values it takes: :class:`CodeMapping` and :class:`TableSlot`.
+Tables come in as packed rows (``symbols/unwind_table.py`` makes them; bpf/
+imports nothing from symbols/: the row layout is the contract, 16 bytes, see
+``struct unwind_row``). A file's rows are written once into the shared rows
+array and used by every process that maps it. A process is described by its
+executable mappings, sorted, each with its table's slot (or none yet: frame
+pointers). Thread-safe: a worker thread feeds tables while the collector
+drains.
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bpftop.bpf.raw import Addresses
+
+MODES = {"fp": 0, "dwarf": 1, "auto": 2}
+ROW_SIZE = 16  # sizeof(struct unwind_row)
+MAX_MAPPINGS = 256  # UNWIND_MAX_MAPPINGS
+# Walker stack ids have this bit set; bpf_get_stackid's ids are below it.
+WALKER_ID_BIT = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class TableSlot:
+    """Where one file's rows are in the shared rows array."""
+
+    start: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class CodeMapping:
+    """One executable mapping of a process: ``[start, end)``, load bias
+    (address - ELF vaddr) and the key of its table (None: none yet)."""
+
+    start: int
+    end: int
+    bias: int
+    table_key: str | None = None
+
+
+class Unwinder:
+    """The walker of one loaded program: tables, processes, stack store."""
+
+    def __init__(self, bpf: Any, program_type: int, mode: str) -> None:
+        self.mode = mode
+        self._rows = bpf[b"unwind_rows"]
+        self._procs = bpf[b"unwind_procs"]
+        self._stores = (bpf[b"ustacks0"], bpf[b"ustacks1"])
+        self._lock = threading.Lock()
+        self._slots: dict[str, TableSlot] = {}
+        self._next_row = 0
+        self.capacity_rows = int(self._rows.max_entries)
+        self.full_tables = 0
+        self._closed = False
+        walker = bpf.load_func(b"unwind_walk", program_type)
+        bpf[b"unwind_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
+        bpf[b"unwind_mode"][ct.c_int(0)] = ct.c_uint32(MODES[mode])
+
+    @property
+    def rows_used(self) -> int:
+        return self._next_row
+
+    def has_table(self, key: str) -> bool:
+        with self._lock:
+            return key in self._slots
+
+    def add_table(self, key: str, packed: bytes) -> TableSlot | None:
+        """Write one file's rows (once per key); None when the array is full."""
+        rows = len(packed) // ROW_SIZE
+        with self._lock:
+            found = self._slots.get(key)
+            if found is not None or self._closed:
+                return found
+            if not rows or self._next_row + rows > self.capacity_rows:
+                self.full_tables += bool(rows)
+                return None
+            slot = TableSlot(self._next_row, rows)
+            keys = (ct.c_uint32 * rows)(*range(slot.start, slot.start + rows))
+            values = (self._rows.Leaf * rows).from_buffer_copy(packed[: rows * ROW_SIZE])
+            self._rows.items_update_batch(keys, values)
+            self._next_row += rows
+            self._slots[key] = slot
+            return slot
+
+    def set_process(self, tgid: int, mappings: Sequence[CodeMapping]) -> int:
+        """Describe ``tgid``'s code to the walker; returns mappings with a table."""
+        ordered = sorted(mappings, key=lambda m: m.start)[:MAX_MAPPINGS]
+        leaf = self._procs.Leaf()
+        leaf.count = len(ordered)
+        with_table = 0
+        with self._lock:
+            if self._closed:
+                return 0
+            for i, mapping in enumerate(ordered):
+                entry = leaf.maps[i]
+                entry.start, entry.end, entry.bias = mapping.start, mapping.end, mapping.bias
+                slot = self._slots.get(mapping.table_key or "")
+                if slot is not None:
+                    entry.rows_start, entry.rows_len = slot.start, slot.rows
+                    with_table += 1
+            self._procs[ct.c_uint32(tgid)] = leaf
+        return with_table
+
+    def process_mappings(self, tgid: int) -> list[tuple[int, int, int]]:
+        """(start, end, rows) of each mapping the walker knows for ``tgid``."""
+        try:
+            leaf = self._procs[ct.c_uint32(tgid)]
+        except KeyError:
+            return []
+        maps = leaf.maps[: min(int(leaf.count), MAX_MAPPINGS)]
+        return [(int(m.start), int(m.end), int(m.rows_len)) for m in maps]
+
+    def close(self) -> None:
+        """From now on, write nothing (the program's maps are about to go)."""
+        with self._lock:
+            self._closed = True
+
+    def take_stacks(self, generation: int) -> dict[int, Addresses]:
+        """Every walked stack of an inactive generation, removed from the store."""
+        store = self._stores[generation]
+        try:
+            items = list(store.items_lookup_and_delete_batch())
+        except Exception:  # kernels without batch ops: inactive map, so no race
+            items = list(store.items())
+            store.clear()
+        return {_int(k): tuple(v.addrs[: min(int(v.len), len(v.addrs))]) for k, v in items}
+
+    def memory_bytes(self) -> int:
+        """Bytes of table rows written plus process entries in use."""
+        procs = sum(1 for _ in self._procs)
+        return self._next_row * ROW_SIZE + procs * ct.sizeof(self._procs.Leaf)
+
+
+def _int(key: Any) -> int:
+    """A u32 map key as BCC hands it back (a ctypes value or, batched, an int)."""
+    return int(getattr(key, "value", key))
