@@ -93,9 +93,9 @@ def test_stack_maps_do_not_fill_over_many_ticks(workloads: Path) -> None:
 
 
 def test_exit_event_of_the_main_thread(workloads: Path) -> None:
-    target = subprocess.Popen([str(workloads / "split"), "4"])
     with CpuSampler(99) as sampler:
-        sampler.load()
+        sampler.load()  # compile first: on a busy machine it can outlast a short target
+        target = subprocess.Popen([str(workloads / "split"), "2"])
         sampler.set_targets([target.pid])
         sampler.start()
         target.wait()
