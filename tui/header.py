@@ -78,7 +78,8 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
         return
     text.append(proc.name, "bold cyan")
     text.append(f"  pid {proc.pid}  ")
-    text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+    if snapshot.phase is not Phase.SAVED:  # a saved profile has no live process
+        text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
     text.append(f"threads {proc.num_threads}  ")
     text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
 

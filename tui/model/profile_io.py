@@ -1,0 +1,160 @@
+"""Saved profiles on disk: choosing a format, writing atomically, reading safely.
+
+``format_for(path, name)`` picks the format from ``--format`` or the file
+name (``.folded``/``.txt``, ``.speedscope.json``/``.json``, ``.pb.gz``/
+``.pprof``, ``.svg``). ``write_saved`` writes through a temp file and
+``os.replace``, so a failed write leaves the old file and no debris and
+raises ``OutputError`` saying why. ``read_saved`` recognises the format by
+content (gzip magic: pprof; ``{``: speedscope; else folded), refuses files
+larger than ``MAX_READ_BYTES`` up front and turns every parse failure into
+``ProfileFileError`` (one line for the user).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO
+
+from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
+from bpftop.tui.model.pprof.reader import from_pprof
+from bpftop.tui.model.saved import SavedProfile
+from bpftop.tui.model.saved_folded import from_folded, saved_lines
+from bpftop.tui.model.speedscope import SpeedscopeError, from_speedscope, to_speedscope
+from bpftop.tui.model.svgflame import to_svg
+
+FORMATS = ("folded", "speedscope", "pprof", "svg")
+_SUFFIXES = (
+    (".speedscope.json", "speedscope"), (".json", "speedscope"), (".pb.gz", "pprof"),
+    (".pprof", "pprof"), (".svg", "svg"), (".folded", "folded"), (".txt", "folded"),
+)  # fmt: skip
+MAX_READ_BYTES = 512 * 1024 * 1024
+"""Larger files are refused (a 1 GB folded file would need ~10 GB of memory to load)."""
+
+
+class ProfileFileError(BpftopError):
+    """A saved profile that cannot be read."""
+
+    exit_code = 2
+
+
+def format_for(path: Path, name: str | None = None) -> str:
+    """The output format: ``name`` if given, else by the file's extension (default folded)."""
+    if name is not None:
+        if name not in FORMATS:
+            raise ProfileFileError(f"unknown format '{name}'", f"use one of {', '.join(FORMATS)}")
+        return name
+    lower = path.name.lower()
+    return next((fmt for suffix, fmt in _SUFFIXES if lower.endswith(suffix)), "folded")
+
+
+def write_saved(
+    saved: SavedProfile,
+    path: str | os.PathLike[str],
+    fmt: str,
+    build_ids: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``saved`` in ``fmt`` to ``path`` atomically; ``OutputError`` says why not."""
+    if fmt == "pprof":
+        data = to_pprof(saved, build_ids)
+        atomic_write(path, lambda out: out.write(data))
+    elif fmt == "speedscope":
+        text = json.dumps(to_speedscope(saved), separators=(",", ":"))
+        atomic_write(path, lambda out: out.write(text.encode()))
+    elif fmt == "svg":
+        svg = to_svg(saved)
+        atomic_write(path, lambda out: out.write(svg.encode()))
+    else:
+        atomic_write(path, lambda out: out.writelines(f"{line}\n".encode() for line in
+                                                      saved_lines(saved)))  # fmt: skip
+
+
+def atomic_write(path: str | os.PathLike[str], fill: Callable[[IO[bytes]], object]) -> None:
+    """Let ``fill`` write a temp file beside ``path``, then move it into place."""
+    target = Path(path)
+    tmp_name: str | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        with os.fdopen(fd, "wb") as out:
+            fill(out)
+        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; profiles are not secret
+        os.replace(tmp_name, target)
+        tmp_name = None
+    except OSError as err:
+        raise OutputError(
+            f"cannot write {target}: {err.strerror or err}",
+            "choose a writable file or directory for the output",
+        ) from err
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
+    """Read a profile bpftop (or another tool) saved as folded, speedscope or pprof."""
+    source = Path(path)
+    data = _read_bytes(source)
+    try:
+        if data[:2] == b"\x1f\x8b":
+            return from_pprof(parse_pprof(_gunzip(data, source)))
+        text = data.decode("utf-8")
+        if text.lstrip()[:1] == "{":
+            return from_speedscope(json.loads(text))
+        if text.lstrip()[:1] == "<":
+            raise ProfileFileError(
+                f"{source} looks like XML/SVG", "an SVG flame graph cannot be read back; "
+                "use the folded, speedscope or pprof file",
+            )  # fmt: skip
+        return from_folded(text)
+    except UnicodeDecodeError:
+        raise ProfileFileError(
+            f"{source} is neither text nor gzip", "give a folded, speedscope or pprof file"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise ProfileFileError(
+            f"{source}: broken JSON at line {err.lineno} column {err.colno} ({err.msg})",
+            "the file may be truncated; export it again",
+        ) from None
+    except (SpeedscopeError, PprofError) as err:
+        raise ProfileFileError(
+            f"{source}: {err}", "give a file bpftop or speedscope/pprof wrote"
+        ) from None
+
+
+def _read_bytes(source: Path) -> bytes:
+    try:
+        size = source.stat().st_size
+        if size > MAX_READ_BYTES:
+            raise ProfileFileError(
+                f"{source} is {size / 2**20:,.0f} MiB, more than bpftop reads "
+                f"({MAX_READ_BYTES // 2**20} MiB)",
+                "cut it down first (e.g. keep the hottest lines of a folded file)",
+            )
+        return source.read_bytes()
+    except OSError as err:
+        raise ProfileFileError(
+            f"cannot read {source}: {err.strerror or err}", "check the path"
+        ) from None
+
+
+def _gunzip(data: bytes, source: Path) -> bytes:
+    """Decompress, refusing output beyond ``MAX_READ_BYTES`` (a gzip bomb) or a cut stream."""
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, MAX_READ_BYTES + 1)
+    except zlib.error as err:
+        raise ProfileFileError(f"{source}: broken gzip data ({err})", "export it again") from None
+    if len(out) > MAX_READ_BYTES:
+        raise ProfileFileError(
+            f"{source} inflates to more than {MAX_READ_BYTES // 2**20} MiB", "cut it down first"
+        )
+    if not inflater.eof:
+        raise ProfileFileError(f"{source}: the gzip data is truncated", "export it again")
+    return out
