@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import resources
 from xml.sax.saxutils import escape, quoteattr
 
@@ -102,13 +103,24 @@ def _depth(root: _Node) -> int:
     return deepest
 
 
+def _facts(saved: SavedProfile) -> str:
+    """The metadata in words: times as UTC dates, the duration in seconds."""
+    meta = saved.meta
+    shown = {"start_ns", "end_ns", "version"}
+    words = [f"{name}: {text}" for name, text in meta.items() if name not in shown]
+    if meta.start_ns:
+        start = datetime.fromtimestamp(meta.start_ns / 1e9, UTC)
+        words.append(f"recorded {start:%Y-%m-%d %H:%M:%S} UTC for {meta.duration_ns / 1e9:.1f} s")
+    return "  ".join(words)
+
+
 def to_svg(saved: SavedProfile, title: str = "bpftop flame graph") -> str:
     """The whole SVG document."""
     root = _trie(saved)
     frames = _frames(root)
     height = TOP_PX + (_depth(root) + 1) * ROW_PX + 24
     meta = saved.meta
-    facts = "  ".join(f"{name}: {text}" for name, text in meta.items() if name != "version")
+    facts = _facts(saved)
     script = resources.files(__package__).joinpath("svgflame.js").read_text(encoding="utf-8")
     version = escape(meta.version)
     return "\n".join([
@@ -119,7 +131,7 @@ def to_svg(saved: SavedProfile, title: str = "bpftop flame graph") -> str:
         f"<desc>{escape(facts)} bpftop {version}</desc>",
         "<style>text{font:12px monospace;fill:#000;pointer-events:none}"
         " g.f rect{stroke:#fff;stroke-width:0.5;cursor:pointer} g.f.hit rect{fill:#e040e0}"
-        " .ui{font:12px sans-serif;cursor:pointer;fill:#225}</style>",
+        " text.ui{font:12px sans-serif;cursor:pointer;fill:#225;pointer-events:auto}</style>",
         '<rect width="100%" height="100%" fill="#fafafa"/>',
         f'<text x="{WIDTH_PX / 2}" y="18" text-anchor="middle" '
         f'style="font:bold 15px sans-serif">{escape(title)}</text>',
