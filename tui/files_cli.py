@@ -18,10 +18,18 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
-from bpftop.tui.model.profile_io import FORMATS, format_for, read_saved, write_saved
-from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree, to_profile
+from bpftop.tui.model.profile_io import (
+    FORMATS,
+    LoadedTree,
+    format_for,
+    load_tree,
+    read_saved,
+    write_saved,
+)
+from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree
 from bpftop.tui.model.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.views import hot_from_tree
 
 SUFFIXES = {"folded": ".folded", "speedscope": ".speedscope.json", "pprof": ".pb.gz", "svg": ".svg"}
 
@@ -74,11 +82,9 @@ def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | Non
     )
 
 
-def saved_snapshot(saved: SavedProfile, path: Path) -> Snapshot:
+def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
     """A snapshot showing a saved profile (phase SAVED, no live process)."""
-    meta = saved.meta
-    profile = to_profile(saved)
-    tree = profile.tree()
+    meta, tree = loaded.meta, loaded.tree
     stats = CollectionStats(
         probe=meta.probe or "unknown probe",
         elapsed_s=meta.duration_ns / 1e9,
@@ -86,58 +92,62 @@ def saved_snapshot(saved: SavedProfile, path: Path) -> Snapshot:
         lost_events=meta.lost_events,
         dropped_samples=meta.dropped_samples,
     )
-    threads = saved.threads()
+    groups = [group.label for group in tree.children]
     process = ProcessInfo(
         pid=meta.pids[0] if meta.pids else 0,
-        name=threads[0] if len(threads) == 1 else f"{len(threads)} groups",
-        cmdline=meta.command, cpu_percent=0.0, rss_bytes=0, num_threads=len(threads),
+        name=groups[0] if len(groups) == 1 else f"{len(groups)} groups",
+        cmdline=meta.command, cpu_percent=0.0, rss_bytes=0, num_threads=len(groups),
         alive=False,
     )  # fmt: skip
     note = f"{path.name}"
-    if saved.skipped:
-        note += f": {saved.skipped:,} unreadable lines/samples skipped"
+    if loaded.skipped:
+        note += f": {loaded.skipped:,} unreadable lines/samples skipped"
     return Snapshot(
         seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
-        hot=profile.hot_functions(limit=500), message=note,
+        hot=hot_from_tree(tree, limit=500), message=note,
     )  # fmt: skip
 
 
-def _load(path: Path) -> SavedProfile:
-    saved = read_saved(path)
-    if saved.skipped:
-        print(f"bpftop: {path}: skipped {saved.skipped:,} unreadable lines/samples",
+def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
+    """The call tree (or with ``stacks`` every stack) of a saved profile."""
+    from bpftop.tui.cli import tune_gc
+
+    tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
+    loaded = read_saved(path) if stacks else load_tree(path)
+    if loaded.skipped:
+        print(f"bpftop: {path}: skipped {loaded.skipped:,} unreadable lines/samples",
               file=sys.stderr)  # fmt: skip
-    return saved
+    return loaded
 
 
 def view(args: argparse.Namespace) -> int:
     """``bpftop view FILE``: the TUI on a saved profile."""
-    snap = saved_snapshot(_load(args.file), args.file)
-    return _run_app(snap, None)
+    loaded = _load(args.file)
+    assert isinstance(loaded, LoadedTree)
+    return _run_app(saved_snapshot(loaded, args.file), None)
 
 
 def diff(args: argparse.Namespace) -> int:
     """``bpftop diff BASE NEW``: the baseline-diff view, or ``--folded`` text."""
-    base, new = _load(args.base), _load(args.new)
-    if args.folded:
+    base, new = _load(args.base, args.folded), _load(args.new, args.folded)
+    if isinstance(base, SavedProfile) and isinstance(new, SavedProfile):
         out = sys.stdout
         for line in diff_lines(base, new):
             out.write(line + "\n")
         out.flush()
         return 0
+    assert isinstance(base, LoadedTree) and isinstance(new, LoadedTree)
     return _run_app(saved_snapshot(new, args.new), saved_snapshot(base, args.base))
 
 
 def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
     from bpftop.tui.app import BpftopApp
-    from bpftop.tui.cli import tune_gc
     from bpftop.tui.model.baseline import Baseline
     from bpftop.tui.static_source import StaticSource
     from bpftop.tui.terminal import terminal_driver
 
     baseline = Baseline(base.tree, base.hot) if base is not None else None
     app = BpftopApp(StaticSource(snap), baseline=baseline)
-    tune_gc()
     with terminal_driver() as driver:
         app.driver_class = driver
         app.run()

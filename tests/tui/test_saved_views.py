@@ -11,7 +11,7 @@ from bpftop.tui.app import BpftopApp
 from bpftop.tui.demo_fixture import demo_snapshot
 from bpftop.tui.files_cli import saved_snapshot
 from bpftop.tui.model.baseline import Baseline
-from bpftop.tui.model.profile_io import read_saved, write_saved
+from bpftop.tui.model.profile_io import load_tree, write_saved
 from bpftop.tui.model.saved import ProfileMeta, from_tree
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.static_source import StaticSource
@@ -31,7 +31,7 @@ def saved_file(folder: Path, fmt: str, later: bool = False) -> Path:
 
 
 def loaded(path: Path) -> Snapshot:
-    return saved_snapshot(read_saved(path), path)
+    return saved_snapshot(load_tree(path), path)
 
 
 def cursor_label(app: BpftopApp) -> str:

@@ -4,7 +4,8 @@
 name (``.folded``/``.txt``, ``.speedscope.json``/``.json``, ``.pb.gz``/
 ``.pprof``, ``.svg``). ``write_saved`` writes through a temp file and
 ``os.replace``, so a failed write leaves the old file and no debris and
-raises ``OutputError`` saying why. ``read_saved`` recognises the format by
+raises ``OutputError`` saying why. ``read_saved`` (the stacks) and
+``load_tree`` (just the call tree, fast for big folded files) recognise the format by
 content (gzip magic: pprof; ``{``: speedscope; else folded), refuses files
 larger than ``MAX_READ_BYTES`` up front and turns every parse failure into
 ``ProfileFileError`` (one line for the user).
@@ -18,14 +19,18 @@ import os
 import tempfile
 import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.tui.model.folded_tree import folded_tree, parse_folded
 from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.model.pprof.reader import from_pprof
-from bpftop.tui.model.saved import SavedProfile
+from bpftop.tui.model.saved import ProfileMeta, SavedProfile
 from bpftop.tui.model.saved_folded import from_folded, saved_lines
+from bpftop.tui.model.saved_tree import build_tree
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.speedscope import SpeedscopeError, from_speedscope, to_speedscope
 from bpftop.tui.model.svgflame import to_svg
 
@@ -97,26 +102,61 @@ def atomic_write(path: str | os.PathLike[str], fill: Callable[[IO[bytes]], objec
                 os.unlink(tmp_name)
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedTree:
+    """What the app needs of a saved profile: its metadata, call tree and skipped count."""
+
+    meta: ProfileMeta
+    tree: CallNode
+    skipped: int
+
+
 def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
     """Read a profile bpftop (or another tool) saved as folded, speedscope or pprof."""
     source = Path(path)
-    data = _read_bytes(source)
+    kind, payload = _classify(_read_bytes(source), source)
+    if kind == "folded":
+        assert isinstance(payload, str)
+        return from_folded(payload)
+    return _parse(kind, payload, source)
+
+
+def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
+    """The call tree of a saved profile, the fast way (folded text never becomes stacks)."""
+    source = Path(path)
+    kind, payload = _classify(_read_bytes(source), source)
+    if kind == "folded":
+        assert isinstance(payload, str)
+        counts, skipped = parse_folded(payload)
+        return LoadedTree(ProfileMeta(), folded_tree(counts), skipped)
+    saved = _parse(kind, payload, source)
+    return LoadedTree(saved.meta, build_tree(saved), saved.skipped)
+
+
+def _classify(data: bytes, source: Path) -> tuple[str, bytes | str]:
+    """("pprof", protobuf bytes), ("speedscope", JSON text) or ("folded", text)."""
+    if data[:2] == b"\x1f\x8b":
+        return "pprof", _gunzip(data, source)
     try:
-        if data[:2] == b"\x1f\x8b":
-            return from_pprof(parse_pprof(_gunzip(data, source)))
         text = data.decode("utf-8")
-        if text.lstrip()[:1] == "{":
-            return from_speedscope(json.loads(text))
-        if text.lstrip()[:1] == "<":
-            raise ProfileFileError(
-                f"{source} looks like XML/SVG", "an SVG flame graph cannot be read back; "
-                "use the folded, speedscope or pprof file",
-            )  # fmt: skip
-        return from_folded(text)
     except UnicodeDecodeError:
         raise ProfileFileError(
             f"{source} is neither text nor gzip", "give a folded, speedscope or pprof file"
         ) from None
+    start = text.lstrip()[:1]
+    if start == "<":
+        raise ProfileFileError(
+            f"{source} looks like XML/SVG", "an SVG flame graph cannot be read back; "
+            "use the folded, speedscope or pprof file",
+        )  # fmt: skip
+    return ("speedscope" if start == "{" else "folded"), text
+
+
+def _parse(kind: str, payload: bytes | str, source: Path) -> SavedProfile:
+    try:
+        if isinstance(payload, bytes):
+            return from_pprof(parse_pprof(payload))
+        return from_speedscope(json.loads(payload))
     except json.JSONDecodeError as err:
         raise ProfileFileError(
             f"{source}: broken JSON at line {err.lineno} column {err.colno} ({err.msg})",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bpftop.tui.model.folded import KERNEL_SUFFIX, read_folded
+from bpftop.tui.model.folded import KERNEL_SUFFIX
+from bpftop.tui.model.folded_tree import parse_folded
 from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
 
 _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
@@ -35,22 +36,25 @@ def saved_lines(saved: SavedProfile) -> Iterator[str]:
         yield f"{stack_text(stack)} {stack.count}"
 
 
+class _Frames(dict[str, SavedFrame]):
+    """Frame text -> its ``SavedFrame``, made once per distinct text."""
+
+    def __missing__(self, text: str) -> SavedFrame:
+        kernel = text.endswith(KERNEL_SUFFIX) and len(text) > len(KERNEL_SUFFIX)
+        frame = self[text] = SavedFrame(text[: -len(KERNEL_SUFFIX)] if kernel else text,
+                                        kernel=kernel)  # fmt: skip
+        return frame
+
+
 def from_folded(text: str) -> SavedProfile:
     """Parse folded text; lines without a count are counted in ``skipped``."""
-    parsed = read_folded(text)
-    frames: dict[str, SavedFrame] = {}
+    counts, skipped = parse_folded(text)
+    frame = _Frames().__getitem__
     stacks = []
-    for names, count in parsed.items():
-        path = []
-        for name in names[1:]:
-            frame = frames.get(name)
-            if frame is None:
-                kernel = name.endswith(KERNEL_SUFFIX) and len(name) > len(KERNEL_SUFFIX)
-                label = name[: -len(KERNEL_SUFFIX)] if kernel else name
-                frame = frames[name] = SavedFrame(label, kernel=kernel)
-            path.append(frame)
-        stacks.append(SavedStack(names[0], tuple(path), count))
-    return SavedProfile(ProfileMeta(), tuple(stacks), parsed.skipped)
+    for stack, count in counts.items():
+        names = stack.split(";")
+        stacks.append(SavedStack(names[0], tuple(map(frame, names[1:])), count))
+    return SavedProfile(ProfileMeta(), tuple(stacks), skipped)
 
 
 def diff_lines(base: SavedProfile, new: SavedProfile) -> Iterator[str]:

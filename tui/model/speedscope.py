@@ -10,6 +10,7 @@ tools ignore them, bpftop reads them back. No I/O here.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
@@ -100,7 +101,8 @@ def from_speedscope(doc: object) -> SavedProfile:
             raise SpeedscopeError(f"profile '{group}' has {len(samples)} samples but "
                                   f"{len(weights)} weights")  # fmt: skip
         for sample, weight in zip(samples, weights, strict=True):
-            ok = isinstance(sample, list) and isinstance(weight, int | float) and weight >= 0
+            ok = isinstance(sample, list) and isinstance(weight, int | float)
+            ok = ok and math.isfinite(weight) and weight >= 0
             ok = ok and all(isinstance(i, int) and 0 <= i < len(frames) for i in sample)
             if not ok:
                 skipped += 1
