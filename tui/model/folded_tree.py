@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from bpftop.tui.model.folded import KERNEL_SUFFIX
 from bpftop.tui.model.snapshot import CallNode
@@ -24,6 +24,7 @@ _BY_KEY = operator.itemgetter(0, 1, 2)
 _BY_TOTAL = operator.itemgetter(4)
 _new_tuple = tuple.__new__
 _K = len(KERNEL_SUFFIX)
+Prefixed = TypeVar("Prefixed", str, tuple[int, ...])
 
 
 def parse_folded(text: str) -> tuple[dict[str, int], int]:
@@ -37,8 +38,8 @@ def parse_folded(text: str) -> tuple[dict[str, int], int]:
     return counts, len(_NONBLANK.findall(text)) - matched
 
 
-def _shared(a: str, b: str) -> int:
-    """Length of the common prefix of two strings, by bisection over slices."""
+def common_prefix(a: Prefixed, b: Prefixed) -> int:
+    """Length of the common prefix of two strings or tuples, by bisection over slices."""
     low, high = 0, min(len(a), len(b))
     while low < high:
         middle = (low + high + 1) // 2
@@ -58,7 +59,7 @@ def folded_tree(counts: dict[str, int]) -> CallNode:
         count = counts[stack]
         if count <= 0:
             continue
-        common = _shared(previous, stack)
+        common = common_prefix(previous, stack)
         frames = stack.count(";", 0, common)
         start = stack.rfind(";", 0, common) + 1
         at_end = common == len(stack) or stack[common] == ";"

@@ -13,17 +13,15 @@ larger than ``MAX_READ_BYTES`` up front and turns every parse failure into
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.bpf.errors import BpftopError
+from bpftop.tui.model.atomic import atomic_write
 from bpftop.tui.model.folded_tree import folded_tree, parse_folded
 from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.model.pprof.reader import from_pprof
@@ -78,28 +76,6 @@ def write_saved(
     else:
         atomic_write(path, lambda out: out.writelines(f"{line}\n".encode() for line in
                                                       saved_lines(saved)))  # fmt: skip
-
-
-def atomic_write(path: str | os.PathLike[str], fill: Callable[[IO[bytes]], object]) -> None:
-    """Let ``fill`` write a temp file beside ``path``, then move it into place."""
-    target = Path(path)
-    tmp_name: str | None = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "wb") as out:
-            fill(out)
-        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; profiles are not secret
-        os.replace(tmp_name, target)
-        tmp_name = None
-    except OSError as err:
-        raise OutputError(
-            f"cannot write {target}: {err.strerror or err}",
-            "choose a writable file or directory for the output",
-        ) from err
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from bpftop.tui.model.folded_tree import common_prefix
 from bpftop.tui.model.saved import SavedFrame, SavedProfile
 from bpftop.tui.model.snapshot import CallNode
 
@@ -43,18 +44,6 @@ class _Ids(dict[SavedFrame, int]):
         return found
 
 
-def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """Length of the common prefix, by bisection over C-level slice comparisons."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 def build_tree(saved: SavedProfile) -> CallNode:
     """The call tree "all" -> stack groups -> outermost frames -> ..."""
     ids = _Ids()
@@ -71,7 +60,7 @@ def build_tree(saved: SavedProfile) -> CallNode:
     trail = [root]
     previous: tuple[int, ...] = ()
     for path in sorted(counts):
-        shared = _common(previous, path)
+        shared = common_prefix(previous, path)
         del trail[shared + 1 :]
         node = trail[-1]
         for key in path[shared:]:
