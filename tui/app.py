@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.events import DescendantFocus
+from textual.widgets import ContentSwitcher, Input, Static
 
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.app_source import SourceApp
@@ -27,6 +28,7 @@ from bpftop.tui.flame_view import FlameView
 from bpftop.tui.header import header_text, placeholder_text
 from bpftop.tui.help import HelpScreen
 from bpftop.tui.hot_table import HotTable
+from bpftop.tui.key_bar import KeyBar
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -49,7 +51,7 @@ class BpftopApp(SourceApp):
 
     CSS = """
     #header {
-        height: auto; padding: 0 1; background: $boost;
+        height: 3; padding: 0 1; background: $boost;
         text-wrap: nowrap; text-overflow: ellipsis;
     }
     #crumbs { height: 1; padding: 0 1; }
@@ -121,7 +123,7 @@ class BpftopApp(SourceApp):
             yield DiagnosticsView(id="diag")
             yield ThreadsView(id="threads")
         yield Input(placeholder="search: regex over function names (empty clears)", id="search")
-        yield Footer()
+        yield KeyBar(id="keys")
 
     @property
     def view_id(self) -> str:
@@ -155,6 +157,9 @@ class BpftopApp(SourceApp):
         self._refresh_crumbs()
         self.tree_view.focus()
         self.start_source()
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self.query_one("#keys", KeyBar).refresh_keys()
 
     def on_unmount(self) -> None:
         super().on_unmount()
@@ -257,14 +262,14 @@ class BpftopApp(SourceApp):
         if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
             status += " (switching…)"
         text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
-        self.query_one("#header", Static).update(text)
+        self.query_one("#header", Static).update(text, layout=False)  # always three lines
 
     def _refresh_crumbs(self) -> None:
         tree = self.shown.tree if self.shown is not None else CallNode("all")
         names = ("Top", "Tree", "Callers", "Flame", "Diagnostics", "Threads")
         current = [v for v, _ in VIEWS].index(self.view_id)
         text = breadcrumb_text(names, current, self.state, tree, self.show_source)
-        self.query_one("#crumbs", Static).update(text)
+        self.query_one("#crumbs", Static).update(text, layout=False)
 
     # -- views ----------------------------------------------------------------
     def current_selection(self) -> None:

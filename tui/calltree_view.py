@@ -12,17 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
+from bpftop.tui.rows_view import RowsView
 
 MODULE_WIDTH = 26
 
@@ -42,16 +39,10 @@ class TreeRow:
     expanded: bool
 
 
-class CallTreeView(ScrollView, can_focus=True):
+class CallTreeView(RowsView):
     """Renders visible rows of a call tree; keyboard-driven."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
         Binding("right,l", "expand", "Expand"),
         Binding("left,h", "collapse", "Collapse"),
         Binding("plus,equals_sign", "toggle_node", "Toggle", key_display="+"),
@@ -101,10 +92,8 @@ class CallTreeView(ScrollView, can_focus=True):
         self._tree = CallNode("all")
         self._expanded: dict[NodePath, bool] = {}
         self._rows: list[TreeRow] = []
-        self._cursor = 0
         self._cursor_path: NodePath | None = None
         self._root_path: NodePath = ()
-        self.placeholder = "no samples yet"
         self.match: Match | None = None
         self.show_source = False
         self.open_depth = 1
@@ -117,8 +106,11 @@ class CallTreeView(ScrollView, can_focus=True):
         return self._rows
 
     @property
-    def cursor(self) -> int:
-        return self._cursor
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def cursor_moved(self) -> None:
+        self._cursor_path = self._rows[self._cursor].path
 
     @property
     def cursor_path(self) -> NodePath | None:
@@ -187,9 +179,7 @@ class CallTreeView(ScrollView, can_focus=True):
         self._rows = rows
         self._cursor = self._find_cursor()
         self._cursor_path = rows[self._cursor].path if rows else self._cursor_path
-        self.virtual_size = Size(self.size.width, len(rows))
-        self._scroll_cursor_visible()
-        self.refresh()
+        self.rows_changed()
 
     def _flatten(self, node: CallNode, path: NodePath, depth: int, out: list[TreeRow]) -> None:
         for child in node.children:
@@ -212,49 +202,12 @@ class CallTreeView(ScrollView, can_focus=True):
         return 0
 
     # -- cursor movement ------------------------------------------------------
-    def move_cursor(self, row: int) -> None:
-        if not self._rows:
-            return
-        self._cursor = max(0, min(row, len(self._rows) - 1))
-        self._cursor_path = self._rows[self._cursor].path
-        self._scroll_cursor_visible()
-        self.refresh()
-
     def select_path(self, path: NodePath) -> bool:
         for i, row in enumerate(self._rows):
             if row.path == path:
                 self.move_cursor(i)
                 return True
         return False
-
-    def _scroll_cursor_visible(self) -> None:
-        height = max(1, self.scrollable_content_region.height)
-        top = round(self.scroll_y)
-        if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)
-        elif self._cursor >= top + height:
-            self.scroll_to(y=self._cursor - height + 1, animate=False, immediate=True)
-
-    def _page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 1)
-
-    def action_cursor_up(self) -> None:
-        self.move_cursor(self._cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        self.move_cursor(self._cursor + 1)
-
-    def action_page_up(self) -> None:
-        self.move_cursor(self._cursor - self._page())
-
-    def action_page_down(self) -> None:
-        self.move_cursor(self._cursor + self._page())
-
-    def action_first(self) -> None:
-        self.move_cursor(0)
-
-    def action_last(self) -> None:
-        self.move_cursor(len(self._rows) - 1)
 
     # -- expansion ------------------------------------------------------------
     def _current(self) -> TreeRow | None:
@@ -302,28 +255,14 @@ class CallTreeView(ScrollView, can_focus=True):
         self._rebuild()
 
     # -- rendering ------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
-        index = y + round(self.scroll_y)
-        if not self._rows:
-            if y == 0:
-                style = self.get_component_rich_style("calltree--placeholder")
-                return Strip([Segment(self.placeholder, style)]).crop_extend(0, width, None)
-            return Strip.blank(width)
-        if index >= len(self._rows):
-            return Strip.blank(width)
-        text = self._row_text(self._rows[index], width)
-        if index == self._cursor:
-            name = "calltree--cursor" if self.has_focus else "calltree--cursor-blurred"
-            text.stylize(self.get_component_rich_style(name))
-        segments = list(text.render(self.app.console))
-        return Strip(segments).crop_extend(0, width, None)
+    def row_text(self, index: int, width: int) -> Text:
+        return self._row_text(self._rows[index], width)
 
     def _row_text(self, row: TreeRow, width: int) -> Text:
         node = row.node
         total = max(1, self._tree.total_count)
         pct = f"{100 * node.total_count / total:6.1f}% {100 * node.self_count / total:6.1f}% "
-        text = Text(pct, style=self.get_component_rich_style("calltree--pct"), end="")
+        text = Text(pct, style=self.style_of("calltree--pct"), end="")
         extra = self.decorate(node, row.path) if self.decorate is not None else None
         if extra is not None:
             text.append_text(extra)
@@ -332,40 +271,27 @@ class CallTreeView(ScrollView, can_focus=True):
         label_width = max(1, width - used - module_width - 1)
         text.append_text(self._label(row, label_width))
         if module_width:
-            mod = Text(" " + module_name(node.module), style=self._style("calltree--module"))
+            mod = Text(" " + module_name(node.module), style=self.style_of("calltree--module"))
             mod.truncate(module_width + 1, overflow="ellipsis", pad=True)
             text.append_text(mod)
         return text
-
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(name)
 
     def _label(self, row: TreeRow, label_width: int) -> Text:
         node = row.node
         marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
         label_style: Style | str = ""
         if node.kernel:
-            label_style = self._style("calltree--kernel")
+            label_style = self.style_of("calltree--kernel")
         elif node.unresolved or ("+0x" in node.label and node.module):
-            label_style = self._style("calltree--unresolved")
+            label_style = self.style_of("calltree--unresolved")
         label = Text("  " * row.depth + marker, end="")
         label.append(node.label, label_style)
         if self.match is not None and self.match(node):
             start = label.cell_len - len(node.label)
-            label.stylize(self._style("calltree--match"), start, label.cell_len)
+            label.stylize(self.style_of("calltree--match"), start, label.cell_len)
         if node.inlined:
-            label.append(" (inlined)", self._style("calltree--source"))
+            label.append(" (inlined)", self.style_of("calltree--source"))
         if self.show_source and node.source:
-            label.append(f"  {node.source}", self._style("calltree--source"))
+            label.append(f"  {node.source}", self.style_of("calltree--source"))
         label.truncate(label_width, overflow="ellipsis", pad=True)
         return label
-
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self._rows))
-        self._scroll_cursor_visible()
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()

@@ -8,6 +8,7 @@ arrows move between boxes, ``Enter`` asks the app to zoom.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import ClassVar
 
@@ -16,13 +17,13 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from bpftop.tui.calltree_view import module_name
 from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
+from bpftop.tui.rows_view import CachedLinesView
 
 MAX_DEPTH = 256
 USER_COLORS = ("#b35900", "#a64d00", "#b36b00", "#995c00", "#b34700", "#8c5a1a")
@@ -35,13 +36,18 @@ MATCHED = Style(bgcolor="#b000b0", bold=True)
 def box_style(node: CallNode) -> Style:
     """Background by kind; user frames by a stable hash of their module."""
     kind = frame_kind(node)
+    return _kind_style(kind, module_name(node.module) if kind == "user" else "")
+
+
+@functools.cache
+def _kind_style(kind: str, module: str) -> Style:
     if kind != "user":
         return TEXT + Style(bgcolor=KIND_COLORS[kind])
-    index = zlib.crc32(module_name(node.module).encode()) % len(USER_COLORS)
+    index = zlib.crc32(module.encode()) % len(USER_COLORS)
     return TEXT + Style(bgcolor=USER_COLORS[index])
 
 
-class FlameView(ScrollView, can_focus=True):
+class FlameView(CachedLinesView, can_focus=True):
     """Icicle graph of the (zoomed) tree; one selected box."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -174,8 +180,7 @@ class FlameView(ScrollView, can_focus=True):
         self.post_message(self.Activated(self.selected))
 
     # -- rendering ------------------------------------------------------------
-    def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+    def draw_line(self, y: int, width: int) -> Strip:
         depth = y + round(self.scroll_y)
         if not self._rows:
             if y == 0:

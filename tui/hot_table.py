@@ -1,53 +1,80 @@
-"""The top-functions table: a DataTable refreshed in place each tick.
+"""The top-functions table: a Line-API list of at most ``MAX_ROWS`` functions.
 
-Sortable by any column (``s`` next column, ``S`` reverse, or a header click);
-each row carries a trend marker against the previous tick's self share.
+Sortable by any column (``s`` next column, ``S`` reverse, or a click on the
+header); each row carries a trend marker against the previous tick's self
+share, and with a baseline Δ self % / Δ total % columns. Rows are drawn only
+when on screen (a DataTable rebuilt its rows each tick: 80-100 ms at 200x50).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable
+from textual.events import Click
 
 from bpftop.tui.calltree_view import module_name
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.views import HOT_COLUMNS, Match, NodeKey, sort_hot, trend
+from bpftop.tui.rows_view import RowsView
 
 MAX_ROWS = 200
 COLUMNS = (("self %", 7), ("total %", 7), ("samples", 9), ("function", 44), ("module", 32))
-MATCH_STYLE = "bold underline on #806000"
-DELTA_COLUMNS = (("Δself", 6, "dself"), ("Δtotal", 6, "dtotal"))
+DELTA_COLUMNS = (("Δself", 6), ("Δtotal", 6))
+TREND_STYLES = {"▲": "bold red", "▼": "green", "+": "bold magenta"}
 
 
-def row_key(fn: HotFunction) -> str:
-    return f"{fn.label}\0{fn.module}\0{int(fn.kernel)}"
+def fn_key(fn: HotFunction) -> NodeKey:
+    return (fn.label, fn.module, fn.kernel)
 
 
-def key_of(row: str) -> NodeKey:
-    label, module, kernel = row.split("\0")
-    return (label, module, kernel == "1")
+class HotTable(RowsView):
+    """Functions by the chosen column."""
 
-
-class HotTable(DataTable[Text]):
-    """Functions by the chosen column; at most ``MAX_ROWS`` rows."""
+    header_lines = 1
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("j", "cursor_down", "Down", show=False),
         Binding("s", "next_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse", show=False),
     ]
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "calltree--cursor",
+        "calltree--cursor-blurred",
+        "calltree--placeholder",
+        "hot--header",
+        "hot--kernel",
+        "hot--module",
+        "hot--match",
+        "hot--source",
+    }
+
+    DEFAULT_CSS = """
+    HotTable > .calltree--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: bold;
+    }
+    HotTable > .calltree--cursor-blurred { background: $block-cursor-blurred-background; }
+    HotTable > .calltree--placeholder { color: $text-muted; text-style: italic; }
+    HotTable > .hot--header { color: $text-accent; text-style: bold; background: $panel; }
+    HotTable > .hot--kernel { color: $text-warning; }
+    HotTable > .hot--module { color: $text-muted; }
+    HotTable > .hot--match { background: $warning 40%; text-style: bold underline; }
+    HotTable > .hot--source { color: $text-muted; text-style: italic; }
+    """
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id)
         self._hot: tuple[HotFunction, ...] = ()
         self._total = 0
         self._shares: dict[NodeKey, float] = {}
         self._trends: dict[NodeKey, str] = {}
+        self._rows: list[HotFunction] = []
+        self._selected: NodeKey | None = None
         self._stale = False
         self.sort_column = "self"
         self.descending = True
@@ -55,79 +82,75 @@ class HotTable(DataTable[Text]):
         self.show_source = False
         self.baseline: Baseline | None = None
 
-    def on_mount(self) -> None:
-        for (title, width), key in zip(COLUMNS, HOT_COLUMNS, strict=True):
-            self.add_column(title, width=width, key=key)
-        self.add_column("", width=1, key="trend")
-
-    def on_resize(self) -> None:
-        """Give the function column what the fixed columns leave."""
-        width = self.scrollable_content_region.width
-        module = 32 if width >= 140 else 18
-        fixed = sum(w for _, w in COLUMNS[:3]) + module + 1 + 2 * (len(self.columns))
-        if self.baseline is not None:
-            fixed += sum(w for _, w, _ in DELTA_COLUMNS)
-        columns = self.columns
-        function = columns.get("function")  # type: ignore[call-overload]
-        module_column = columns.get("module")  # type: ignore[call-overload]
-        if function is None or module_column is None:
-            return
-        wanted = max(16, width - fixed)
-        if (function.width, module_column.width) != (wanted, module):
-            function.width, module_column.width = wanted, module
-            self._fill()
-
+    # -- data -----------------------------------------------------------------
     @property
     def shown(self) -> tuple[HotFunction, ...]:
         return self._hot
 
+    @property
+    def ordered(self) -> list[HotFunction]:
+        """The rows in display order."""
+        return self._rows
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        titles = (*(title for title, _ in COLUMNS), "")
+        return titles + tuple(t for t, _ in DELTA_COLUMNS) if self.baseline else titles
+
     def update_hot(self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True) -> None:
-        """New data (trends tracked every tick); redrawn only when ``fill``."""
-        if hot is self._hot and total == self._total:
-            if fill and self._stale:
-                self._stale = False
-                self._fill()
-            return
-        denom = max(1, total)
-        shares = {(f.label, f.module, f.kernel): 100 * f.self_count / denom for f in hot}
-        if total != self._total:
-            before = self._shares
-            self._trends = {k: trend(before.get(k), v) for k, v in shares.items()} if before else {}
-            self._shares = shares
-        self._hot, self._total = hot, total
-        self._stale = not fill
-        if fill:
+        """New data (trends tracked every tick); re-sorted only when ``fill``."""
+        if hot is not self._hot or total != self._total:
+            denom = max(1, total)
+            shares = {fn_key(f): 100 * f.self_count / denom for f in hot}
+            if total != self._total:
+                before = self._shares
+                self._trends = {k: trend(before.get(k), v) for k, v in shares.items() if before}
+                self._shares = shares
+            self._hot, self._total = hot, total
+            self._stale = True
+        if fill and self._stale:
             self._fill()
 
     def set_options(self, *, match: Match | None, show_source: bool) -> None:
         if match is not self.match or show_source != self.show_source:
             self.match, self.show_source = match, show_source
-            self._fill()
+            self.refresh()
 
     def set_baseline(self, baseline: Baseline | None) -> None:
         """Show Δ self % / Δ total % columns against ``baseline`` (None hides them)."""
-        if baseline is self.baseline:
-            return
-        if baseline is not None and self.baseline is None:
-            for title, width, key in DELTA_COLUMNS:
-                self.add_column(title, width=width, key=key)
-        elif baseline is None:
-            for _, _, key in DELTA_COLUMNS:
-                self.remove_column(key)
-        self.baseline = baseline
-        self.on_resize()
-        self._fill()
+        if baseline is not self.baseline:
+            self.baseline = baseline
+            self.refresh()
+
+    def _fill(self) -> None:
+        self._stale = False
+        self._rows = sort_hot(self._hot, self.sort_column, self.descending)[:MAX_ROWS]
+        self._cursor = self._index_of(self._selected) if self._selected is not None else 0
+        self.rows_changed()
+
+    def _index_of(self, key: NodeKey | None) -> int:
+        return next((i for i, fn in enumerate(self._rows) if fn_key(fn) == key), 0)
+
+    # -- selection ------------------------------------------------------------
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor
+
+    def cursor_moved(self) -> None:
+        self._selected = fn_key(self._rows[self._cursor])
 
     def selected_key(self) -> NodeKey | None:
-        if not self.row_count or not 0 <= self.cursor_row < self.row_count:
-            return None
-        return key_of(str(self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value))
+        return fn_key(self._rows[self._cursor]) if self._rows else None
 
     def follow(self, key: NodeKey) -> None:
-        row = row_key(_fn(key))
-        if row in self.rows and self.selected_key() != key:
-            self.move_cursor(row=self.get_row_index(row), animate=False)
+        if any(fn_key(fn) == key for fn in self._rows) and self.selected_key() != key:
+            self.move_cursor(self._index_of(key))
 
+    # -- sorting --------------------------------------------------------------
     def action_next_sort(self) -> None:
         i = HOT_COLUMNS.index(self.sort_column)
         self.sort_by(HOT_COLUMNS[(i + 1) % len(HOT_COLUMNS)])
@@ -141,63 +164,85 @@ class HotTable(DataTable[Text]):
         self.descending = column not in ("function", "module")
         self._fill()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        column = str(event.column_key.value)
-        if column in HOT_COLUMNS:
-            event.stop()
-            self.sort_by(column)
+    def on_click(self, event: Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y != 0:
+            return
+        x = offset.x
+        for column, (start, width) in zip(HOT_COLUMNS, self._layout(), strict=False):
+            if start <= x < start + width:
+                self.sort_by(column)
+                return
 
-    def _fill(self) -> None:
-        selected = self.selected_key()
-        scroll_y = self.scroll_y
-        self.clear()
-        self._label_columns()
-        denom = max(1, self._total)
-        for fn in sort_hot(self._hot, self.sort_column, self.descending)[:MAX_ROWS]:
-            self.add_row(*self._cells(fn, denom), key=row_key(fn))
-        if selected is not None and row_key(_fn(selected)) in self.rows:
-            self.scroll_to(y=scroll_y, animate=False, immediate=True)
-            self.move_cursor(row=self.get_row_index(row_key(_fn(selected))), animate=False)
+    # -- drawing --------------------------------------------------------------
+    def _layout(self) -> list[tuple[int, int]]:
+        """(start, width) of each column, the function column taking what is left."""
+        width = self.scrollable_content_region.width
+        module = 32 if width >= 140 else 18
+        widths = [w for _, w in COLUMNS[:3]]
+        fixed = sum(widths) + module + 1 + len(COLUMNS) + 1
+        if self.baseline is not None:
+            fixed += sum(w + 1 for _, w in DELTA_COLUMNS)
+        widths += [max(16, width - fixed), module, 1]
+        if self.baseline is not None:
+            widths += [w for _, w in DELTA_COLUMNS]
+        spans, x = [], 0
+        for w in widths:
+            spans.append((x, w))
+            x += w + 1
+        return spans
 
-    def _label_columns(self) -> None:
+    def header_text(self, line: int, width: int) -> Text:
         arrow = "▼" if self.descending else "▲"
-        for (title, _), key in zip(COLUMNS, HOT_COLUMNS, strict=True):
-            column = self.columns.get(key)  # type: ignore[call-overload]
-            if column is not None:
-                column.label = Text(f"{title}{arrow}" if key == self.sort_column else title)
+        titles = [
+            f"{title}{arrow}" if key == self.sort_column else title
+            for (title, _), key in zip(COLUMNS, HOT_COLUMNS, strict=True)
+        ]
+        titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
+        cells = [Text(t) for t in titles]
+        return self._join(cells, self.style_of("hot--header"), numeric=3)
 
-    def _cells(self, fn: HotFunction, denom: int) -> tuple[Text, ...]:
-        label = Text(fn.label, style="yellow" if fn.kernel else "", no_wrap=True)
-        if self.match is not None and self.match(_fn_node(fn)):
-            label.stylize(MATCH_STYLE)
+    def row_texts(self, index: int) -> tuple[str, ...]:
+        """Row ``index``'s cells as plain text (for tests and search)."""
+        return tuple(cell.plain for cell in self._cells(self._rows[index]))
+
+    def row_text(self, index: int, width: int) -> Text:
+        return self._join(self._cells(self._rows[index]), Style(), numeric=3)
+
+    def _join(self, cells: list[Text], style: Style, numeric: int) -> Text:
+        text = Text(style=style, end="", no_wrap=True)
+        for i, (cell, (_, width)) in enumerate(zip(cells, self._layout(), strict=False)):
+            if i:
+                text.append(" ")
+            if i < numeric or i >= len(COLUMNS) + 1:
+                cell.align("right", width)
+            else:
+                cell.truncate(width, overflow="ellipsis", pad=True)
+            text.append_text(cell)
+        return text
+
+    def style_of(self, name: str) -> Style:
+        """Component styles without a background: cells sit on the row's."""
+        return self.get_component_rich_style(name, partial=True)
+
+    def _cells(self, fn: HotFunction) -> list[Text]:
+        denom = max(1, self._total)
+        label = Text()
+        label.append(fn.label, self.style_of("hot--kernel") if fn.kernel else "")
+        if self.match is not None and self.match(CallNode(fn.label, fn.module, fn.kernel)):
+            label.stylize(self.style_of("hot--match"))
         if self.show_source and fn.source:
-            label.append(f"  {fn.source}", "dim italic")
-        label.overflow = "ellipsis"
-        key = (fn.label, fn.module, fn.kernel)
-        cells = (
-            Text(f"{100 * fn.self_count / denom:6.1f}", justify="right"),
-            Text(f"{100 * fn.total_count / denom:6.1f}", justify="right"),
-            Text(f"{fn.self_count:,}", justify="right"),
+            label.append(f"  {fn.source}", self.style_of("hot--source"))
+        marker = self._trends.get(fn_key(fn), " ")
+        cells = [
+            Text(f"{100 * fn.self_count / denom:6.1f}"),
+            Text(f"{100 * fn.total_count / denom:6.1f}"),
+            Text(f"{fn.self_count:,}"),
             label,
-            Text(module_name(fn.module), style="dim", overflow="ellipsis", no_wrap=True),
-            _trend_text(self._trends.get(key, " ")),
-        )
-        if self.baseline is None:
-            return cells
-        deltas = self.baseline.function_delta(fn, self._total)
-        return cells + tuple(
-            Text(format_delta(d), style=delta_style(d), justify="right") for d in deltas
-        )
-
-
-def _trend_text(marker: str) -> Text:
-    style = {"▲": "bold red", "▼": "green", "+": "bold magenta"}.get(marker, "")
-    return Text(marker, style=style)
-
-
-def _fn(key: NodeKey) -> HotFunction:
-    return HotFunction(key[0], key[1], key[2], 0, 0)
-
-
-def _fn_node(fn: HotFunction) -> CallNode:
-    return CallNode(fn.label, fn.module, fn.kernel)
+            Text().append(module_name(fn.module), self.style_of("hot--module")),
+            Text(marker, style=TREND_STYLES.get(marker, "")),
+        ]
+        if self.baseline is not None:
+            for d in self.baseline.function_delta(fn, self._total):
+                cells.append(Text(format_delta(d), style=delta_style(d)))
+        return cells

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from bpftop.tui.calltree_view import CallTreeView
 from bpftop.tui.flame_view import FlameView
-from bpftop.tui.hot_table import HotTable, key_of
+from bpftop.tui.hot_table import HotTable
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodePath, next_match, node_at
@@ -94,9 +94,7 @@ def jump_to_match(widget: HotTable | CallTreeView | FlameView, match: Match, ste
 
 def _jump_table(table: HotTable, match: Match, step: int) -> bool:
     hits = [
-        i
-        for i, row in enumerate(table.ordered_rows)
-        if match(CallNode(*key_of(str(row.key.value))))
+        i for i, fn in enumerate(table.ordered) if match(CallNode(fn.label, fn.module, fn.kernel))
     ]
     if not hits:
         return False
@@ -105,7 +103,7 @@ def _jump_table(table: HotTable, match: Match, step: int) -> bool:
         target = next((i for i in hits if i > here), hits[0])
     else:
         target = next((i for i in reversed(hits) if i < here), hits[-1])
-    table.move_cursor(row=target, animate=False)
+    table.move_cursor(target)
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.folded import folded_lines
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 
@@ -126,17 +127,21 @@ def test_reset_forgets_everything() -> None:
     assert p.hot_functions() == ()
 
 
-def test_tree_is_immutable_snapshot_and_unchanged_subtrees_are_reused() -> None:
+def test_tree_is_an_immutable_snapshot_cached_until_counts_change() -> None:
     p = Profile()
     p.add("app", [u("main"), u("a")], 1)
     p.add("app", [u("main"), u("b")], 1)
     first = p.tree()
     p.add("app", [u("main"), u("a")], 1)
+    p.add("app", [u("main"), u("c")], 4)  # a new node under a node the snapshot has
     second = p.tree()
+    assert [c.label for c in walk(first, "app", "main").children] == ["a", "b"]
     assert walk(first, "app", "main", "a").total_count == 1
+    assert [c.label for c in walk(second, "app", "main").children] == ["c", "a", "b"]
     assert walk(second, "app", "main", "a").total_count == 2
-    assert walk(first, "app", "main", "b") is walk(second, "app", "main", "b")
-    assert p.tree() is second
+    assert p.tree() is second, "nothing changed: the same tree"
+    p.reset()
+    assert walk(first, "app", "main").total_count == 2, "a reset leaves old snapshots alone"
 
 
 def test_total_is_self_plus_children() -> None:
@@ -153,18 +158,32 @@ def test_total_is_self_plus_children() -> None:
     check(p.tree())
 
 
-def test_refreezing_rebuilds_only_the_changed_path() -> None:
+def test_snapshots_survive_the_store_growing_and_removals() -> None:
     p = Profile()
-    frames = [[u(f"f{i}"), u(f"g{i % 100}"), u(f"h{i}")] for i in range(3400)]
+    frames = [(u(f"f{i}"), u(f"g{i % 100}"), u(f"h{i}")) for i in range(3400)]
     for stack in frames:
         p.add("app", stack, 1)
     before = p.tree()
-    assert before.total_count == 3400
-    assert p.tree() is before, "nothing changed: the same tree"
-    p.add("app", frames[0], 1)  # one new sample: only its path is rebuilt
+    lines = sorted(folded_lines(before))
+    assert before.total_count == 3400 and len(lines) == 3400
+    for i in range(3400, 9000):  # many new nodes: the store's arrays grow
+        p.add("app", (u(f"f{i}"), u("x")), 1)
+    for stack in frames[:100]:
+        p.remove("app", stack, 1)
     after = p.tree()
-    assert after.total_count == 3401 and after is not before
-    old = {c.key: c for c in before.children[0].children}
-    new = {c.key: c for c in after.children[0].children}
-    changed = [key for key in new if new[key] is not old[key]]
-    assert changed == [("f0", "/bin/app", False)], "every other subtree is shared"
+    assert after.total_count == 3400 + 5600 - 100
+    assert ("f0", "/bin/app", False) not in {c.key for c in after.children[0].children}
+    assert sorted(folded_lines(before)) == lines, "the old snapshot did not change"
+
+
+def test_hot_functions_limited_then_all_and_ties_at_the_cut() -> None:
+    p = Profile()
+    for i in range(30):
+        p.add("app", [u("main"), u(f"f{i:02d}")], 1 + i // 10)  # three tiers of ten
+    top = p.hot_functions(limit=12)
+    assert [h.label for h in top] == ["f20", "f21", *[f"f{i}" for i in range(22, 30)], "f10", "f11"]
+    everything = p.hot_functions()
+    assert len(everything) == 31 and everything[:12] == top, "a longer ask is not cut short"
+    assert [h.label for h in everything[-3:]] == ["f08", "f09", "main"]  # main: self 0
+    p.add("app", [u("main"), u("f00")], 50)
+    assert [h.label for h in p.hot_functions(limit=1)] == ["f00"], "new counts, new ranking"

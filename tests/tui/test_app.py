@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from bpftop.bpf.errors import BpftopError, PermissionsError
 from bpftop.tui.app import BpftopApp
 from bpftop.tui.help import HelpScreen
@@ -38,7 +36,7 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         await pilot.press("1")
         table = app.hot_table
         assert table.row_count == 5 and table.has_focus
-        assert str(table.get_row_at(0)[3]) == "leaf_a"
+        assert table.row_texts(0)[3] == "leaf_a"
 
 
 async def test_q_quits_and_stops_source() -> None:
@@ -192,13 +190,13 @@ async def test_hot_table_keys_and_selection_survive_ticks() -> None:
         await pilot.press("1", "j")
         table = app.hot_table
         assert table.cursor_row == 1
-        assert str(table.get_row_at(1)[3]) == "leaf_b"
+        assert table.row_texts(1)[3] == "leaf_b"
         source.push(snapshot_of([*BASE, (["main", "hotter"], 50)], seq=2))
         await pilot.pause()
-        assert str(table.get_row_at(table.cursor_row)[3]) == "leaf_b"
+        assert table.row_texts(table.cursor_row)[3] == "leaf_b"
         await pilot.press("k")
-        assert str(table.get_row_at(table.cursor_row)[3]) == "leaf_a"
-        assert isinstance(table, DataTable)
+        assert table.row_texts(table.cursor_row)[3] == "leaf_a"
+        assert "self %▼" in table.header_text(0, 120).plain, "sorted by self, descending"
 
 
 async def test_w_writes_the_shown_tree_as_folded(tmp_path: Path) -> None:

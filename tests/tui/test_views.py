@@ -25,7 +25,7 @@ def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
 
 def table_column(app: BpftopApp, column: int) -> list[str]:
     table = app.hot_table
-    return [str(table.get_row_at(i)[column]) for i in range(table.row_count)]
+    return [table.row_texts(i)[column] for i in range(table.row_count)]
 
 
 def cursor_label(app: BpftopApp) -> str:

@@ -1,10 +1,12 @@
-"""The live profile: a mutable accumulator the collector thread owns.
+"""The live profile: count arrays over a call-tree store, owned by the collector thread.
 
-``Profile.add`` folds one symbolized stack (root-first) into a mutable call
-tree and into per-function self/total counters in O(depth). ``tree()`` and
-``hot_functions()`` freeze that state into the immutable values of
-``tui.model.snapshot``. Freezing is incremental too: a subtree that received
-no sample since the last freeze reuses its previous ``CallNode``.
+``Profile.add`` remembers each distinct stack once as the array of its node
+ids (and of the functions it counts) and otherwise only buffers
+``(stack, count)``; the buffered counts are applied together, vectorized, when
+the profile is next read. ``tree()`` then freezes the counts into a
+``LiveTree`` (three array copies; nodes are made only when a view asks for
+them) and ``hot_functions()`` ranks the per-function counters. Both are cached
+until the counts change.
 
 Only the collector thread may call into a ``Profile``; the values it returns
 are immutable and safe to hand to any thread.
@@ -12,144 +14,40 @@ are immutable and safe to hand to any thread.
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections.abc import Sequence
+
+import numpy as np
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-
-NodeKey = tuple[str, str, bool]
-"""(label, module, kernel): identity of a node among its siblings and of a function."""
+from bpftop.tui.model.store import (
+    FIRST_OF_FUNCTION,
+    INLINED,
+    ROOT,
+    UNRESOLVED,
+    Counts,
+    LiveTree,
+    NodeKey,
+    StackTable,
+    TreeStore,
+)
 
 ROOT_LABEL = "all"
 MAX_MEMO = 65_536
-"""Distinct stacks remembered for the fast path (more than the collector caches)."""
+"""Distinct stacks remembered (more than the collector caches)."""
 
 
-class _Node:
-    """A mutable call-tree node; ``frozen`` caches its last immutable copy."""
+class _Stack:
+    """One distinct stack: its row in the stack table, and its counts."""
 
-    __slots__ = (
-        "children",
-        "dead",
-        "frozen",
-        "inlined",
-        "kernel",
-        "label",
-        "module",
-        "self_count",
-        "source",
-        "total_count",
-        "unresolved",
-    )
+    __slots__ = ("count", "frames", "pending", "process", "row")
 
-    def __init__(self, label: str, module: str = "", kernel: bool = False) -> None:
-        self.label = label
-        self.module = module
-        self.kernel = kernel
-        self.source = ""
-        self.inlined = False
-        self.unresolved = False
-        self.dead = False  # taken out of the tree by ``Profile.remove``
-        self.self_count = 0
-        self.total_count = 0
-        self.children: dict[NodeKey, _Node] = {}
-        self.frozen: CallNode | None = None
-
-    def key_of(self) -> NodeKey:
-        return (self.label, self.module, self.kernel)
-
-    def child(self, key: NodeKey) -> _Node:
-        node = self.children.get(key)
-        if node is None:
-            node = _Node(*key)
-            self.children[key] = node
-        return node
-
-    def freeze(self) -> CallNode:
-        """The immutable copy; rebuilt only along paths that changed."""
-        frozen = self.frozen
-        if frozen is not None:
-            return frozen
-        children = self.children
-        kids: tuple[CallNode, ...] = ()
-        if len(children) == 1:
-            for child in children.values():
-                kids = (child.frozen or child.freeze(),)
-        elif children:
-            ordered = [child.frozen or child.freeze() for child in children.values()]
-            # Hottest first, ties by (label, module, kernel): two stable sorts
-            # with C-level keys, cheaper than one Python key on wide nodes.
-            ordered.sort(key=_BY_KEY)
-            ordered.sort(key=_BY_TOTAL, reverse=True)
-            kids = tuple(ordered)
-        frozen = self.frozen = _new_tuple(CallNode, (
-            self.label, self.module, self.kernel, self.self_count, self.total_count, kids,
-            self.source, self.inlined, self.unresolved,
-        ))  # fmt: skip
-        return frozen
-
-
-# CallNode's fields in declaration order, without the keyword handling of its
-# __new__: the one hot spot of the tick (tens of thousands of nodes a tick).
-_new_tuple = tuple.__new__
-
-
-class _Memo:
-    """The nodes and function counters one distinct stack touches."""
-
-    __slots__ = ("counters", "frames", "leaf", "nodes", "process")
-
-    def __init__(
-        self,
-        process: str,
-        frames: tuple[Frame, ...],
-        nodes: list[_Node],
-        counters: list[list[int]],
-        leaf: int,
-    ) -> None:
+    def __init__(self, process: str, frames: tuple[Frame, ...], row: int, count: int) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
-        self.nodes = nodes
-        self.counters = counters
-        self.leaf = leaf
-
-
-def _halve(
-    node: _Node, functions: dict[NodeKey, list[int]], on_path: dict[NodeKey, int], depth: int
-) -> None:
-    """Halve a subtree in place and recount per-function totals (once per sample).
-
-    ``depth`` 0 is the root, 1 a process; frames (depth >= 2) are functions.
-    """
-    node.self_count //= 2
-    node.frozen = None
-    total = node.self_count
-    for key, child in list(node.children.items()):
-        counted = on_path.get(key, 0)
-        on_path[key] = counted + 1
-        _halve(child, functions, on_path, depth + 1)
-        on_path[key] = counted
-        if child.total_count <= 0:
-            del node.children[key]
-            continue
-        total += child.total_count
-        if depth == 0:
-            continue
-        entry = functions.setdefault(key, [0, 0])
-        entry[0] += child.self_count
-        if not counted:
-            entry[1] += child.total_count
-    node.total_count = total
-
-
-_BY_KEY = operator.itemgetter(0, 1, 2)  # CallNode (label, module, kernel)
-_BY_TOTAL = operator.itemgetter(4)  # CallNode.total_count
-
-
-def _hot_order(fn: HotFunction) -> tuple[int, int, str, str, bool]:
-    return (-fn.self_count, -fn.total_count, fn.label, fn.module, fn.kernel)
+        self.row = row
+        self.count = count  # samples of it in the profile, pending ones included
+        self.pending: int | None = None  # not yet applied to the arrays (None: not queued)
 
 
 def frame_key(frame: Frame) -> NodeKey:
@@ -165,168 +63,206 @@ def frame_source(frame: Frame) -> str:
     return f"{name}:{frame.line}" if frame.line else name
 
 
-class Profile:
-    """Aggregates stacks into a call tree and a hot-function table."""
+def _hot_order(fn: HotFunction) -> tuple[int, int, str, str, bool]:
+    return (-fn.self_count, -fn.total_count, fn.label, fn.module, fn.kernel)
 
-    def __init__(self) -> None:
-        self._root = _Node(ROOT_LABEL)
-        # function key -> [self_count, total_count]
-        self._functions: dict[NodeKey, list[int]] = {}
-        self._sources: dict[NodeKey, str] = {}
-        self._hot_cache: tuple[HotFunction, ...] | None = None
-        self._memo: dict[int, _Memo] = {}
+
+class Profile:
+    """Aggregates stacks into a call tree and a hot-function table.
+
+    Profiles may share one ``TreeStore`` (a time window's profile shares the
+    cumulative one's): the shape is common, the counts are each profile's own.
+    """
+
+    def __init__(self, store: TreeStore | None = None) -> None:
+        self._start(store if store is not None else TreeStore(ROOT_LABEL))
+
+    def _start(self, store: TreeStore) -> None:
+        self.store = store
+        self._stacks: dict[int, _Stack] = {}
+        self._table = StackTable()
+        self._pending: list[_Stack] = []  # stacks with counts not yet applied
+        self._self: Counts = np.zeros(0, np.int64)
+        self._total: Counts = np.zeros(0, np.int64)
+        self._fn_self: Counts = np.zeros(0, np.int64)
+        self._fn_total: Counts = np.zeros(0, np.int64)
+        self._fn_source: dict[int, str] = {}
+        self._tree: CallNode | None = None
+        self._hot: tuple[HotFunction, ...] | None = None  # the hottest, or all of them
+        self._live_functions = 0  # functions with samples, as of the last ranking
 
     @property
     def total_samples(self) -> int:
-        return self._root.total_count
+        self._flush()
+        return int(self._total[ROOT]) if len(self._total) else 0
 
     def reset(self) -> None:
-        """Forget everything collected so far."""
-        self._root = _Node(ROOT_LABEL)
-        self._functions = {}
-        self._sources = {}
-        self._hot_cache = None
-        self._memo = {}
+        """Forget everything collected so far, the tree's shape too."""
+        self._start(TreeStore(ROOT_LABEL))
 
+    # -- adding ---------------------------------------------------------------
     def add(self, process: str, frames: Sequence[Frame], count: int = 1) -> None:
         """Add ``count`` samples of one stack, ``frames`` root-first, leaf last.
 
-        A tuple of frames seen before (the collector reuses one tuple per
-        distinct stack) takes a fast path over the nodes remembered for it.
+        Pass the same tuple for the same stack (the collector keeps one per
+        distinct stack): it is then only counted here and applied in bulk.
         """
         if count <= 0:
             return
-        memo = self._memo.get(id(frames))
-        if (
-            memo is not None
-            and memo.frames is frames
-            and memo.process == process
-            and not memo.nodes[-1].dead
-        ):
-            for node in memo.nodes:
-                node.total_count += count
-                node.frozen = None
-            memo.nodes[-1].self_count += count
-            for counters in memo.counters:
-                counters[1] += count
-            memo.counters[memo.leaf][0] += count
-            self._hot_cache = None
-            return
-        self._add_slowly(process, frames, count)
-
-    def _add_slowly(self, process: str, frames: Sequence[Frame], count: int) -> None:
-        nodes: list[_Node] = []
-        node = self._root
-        node.total_count += count
-        node.frozen = None
-        nodes.append(node)
-        node = node.child((process, "", False))
-        node.total_count += count
-        node.frozen = None
-        nodes.append(node)
-        keys = [frame_key(frame) for frame in frames]
-        for key, frame in zip(keys, frames, strict=True):
-            node = node.child(key)
-            node.total_count += count
-            node.frozen = None
-            nodes.append(node)
-            # A new node notes what kind of frame it is; an old one takes
-            # file:line when lines were turned on after it was made.
-            if not node.total_count - count or (frame.file and not node.source):
-                self._describe(node, key, frame)
-        node.self_count += count
-        self._count_functions(keys, count)
-        if keys and isinstance(frames, tuple):
-            self._remember(process, frames, nodes, keys)
-
-    def _remember(
-        self, process: str, frames: tuple[Frame, ...], nodes: list[_Node], keys: list[NodeKey]
-    ) -> None:
-        if len(self._memo) >= MAX_MEMO:
-            self._memo.clear()
-        unique = list(dict.fromkeys(keys))
-        counters = [self._functions[key] for key in unique]
-        leaf = unique.index(keys[-1])
-        self._memo[id(frames)] = _Memo(process, frames, nodes, counters, leaf)
+        stack = self._stacks.get(id(frames))  # the fast path: one dict lookup
+        if stack is None or stack.frames is not frames or stack.process != process:
+            stack = self._stack(process, frames)
+        self._buffer(stack, count)
 
     def remove(self, process: str, frames: Sequence[Frame], count: int = 1) -> None:
-        """Take back ``count`` samples of a stack added before (a sliding window's tail).
+        """Take back ``count`` samples of a stack added before (a sliding window's tail);
+        at most as many as there are. Nodes and functions left with no samples
+        disappear from the tree and the table."""
+        stack = self._stack(process, frames)
+        count = min(count, stack.count)
+        if count > 0:
+            self._buffer(stack, -count)
 
-        Nodes and functions left with no samples disappear.
-        """
-        keys = [(process, "", False), *(frame_key(frame) for frame in frames)]
-        path = [self._root]
-        for key in keys:
-            found = path[-1].children.get(key)
-            if found is None:
-                return  # never added (or already reset): nothing to take back
-            path.append(found)
-        count = min(count, path[-1].self_count)
-        if count <= 0:
+    def _stack(self, process: str, frames: Sequence[Frame]) -> _Stack:
+        kept = frames if isinstance(frames, tuple) else tuple(frames)
+        stack = self._stacks.get(id(kept))
+        if stack is None or stack.frames is not kept or stack.process != process:
+            if stack is not None:
+                self._flush()  # a replaced stack's pending count is its own
+            stack = self._remember(process, kept)
+        return stack
+
+    def _buffer(self, stack: _Stack, count: int) -> None:
+        stack.count += count
+        if stack.pending is None:
+            stack.pending = count
+            self._pending.append(stack)
+        else:
+            stack.pending += count
+        self._tree = None
+        self._hot = None
+
+    def _remember(self, process: str, frames: tuple[Frame, ...]) -> _Stack:
+        """Insert a stack's path into the store (new nodes get their flags)."""
+        if len(self._stacks) >= MAX_MEMO:
+            self._flush()  # pending counts refer to remembered stacks
+            self._stacks.clear()
+            self._table = StackTable()
+        store = self.store
+        node = store.child(ROOT, store.key_of((process, "", False)))
+        nodes = [ROOT, node]
+        functions: dict[int, None] = {}
+        for frame in frames:
+            key = store.key_of(frame_key(frame))
+            flags = INLINED if frame.inlined else 0
+            if frame.function is None:
+                flags |= UNRESOLVED
+            if key not in functions:
+                flags |= FIRST_OF_FUNCTION
+                functions[key] = None
+            node = store.child(node, key, flags)
+            nodes.append(node)
+            if frame.file and node not in store.sources:
+                # Also an old node: it takes file:line once lines are turned on.
+                store.sources[node] = source = frame_source(frame)
+                self._fn_source.setdefault(key, source)
+        leaf = int(store.key_id[node]) if frames else -1
+        self._fit()
+        row = self._table.add(nodes, list(functions), leaf)
+        # Seen before under another tuple, or forgotten: its samples are the leaf's.
+        stack = _Stack(process, frames, row, int(self._self[node]))
+        self._stacks[id(frames)] = stack
+        return stack
+
+    def _flush(self) -> None:
+        """Apply the buffered counts: one scatter-add per counter array."""
+        self._fit()
+        if not self._pending:
             return
-        path[-1].self_count -= count
-        for parent, node in itertools.pairwise(path):
-            node.total_count -= count
-            node.frozen = None
-            if node.total_count <= 0:
-                # Everything below it was on this path and goes too, so a
-                # remembered stack through it always ends at a dead node.
-                del parent.children[node.key_of()]
-                node.dead = True
-        self._root.total_count -= count
-        self._root.frozen = None
-        self._uncount_functions(keys[1:], count)
+        stacks, self._pending = self._pending, []
+        rows = np.fromiter((s.row for s in stacks), np.int64, len(stacks))
+        counts = np.fromiter((s.pending for s in stacks), np.int64, len(stacks))
+        for stack in stacks:
+            stack.pending = None
+        to = self._table.gather(rows, counts)
+        np.add.at(self._total, to.nodes, to.node_counts)
+        np.add.at(self._self, to.leaves, counts)
+        np.add.at(self._fn_total, to.functions, to.function_counts)
+        np.add.at(self._fn_self, to.leaf_functions, to.leaf_function_counts)
 
-    def _uncount_functions(self, keys: list[NodeKey], count: int) -> None:
-        if not keys:
-            return
-        functions = self._functions
-        functions[keys[-1]][0] -= count
-        for key in set(keys):
-            counters = functions[key]
-            counters[1] -= count
-            if counters[1] <= 0:
-                del functions[key]  # its nodes all died: no live memo refers to it
-        self._hot_cache = None
+    def _fit(self) -> None:
+        """Grow the count arrays to the store's (shared stores grow under us)."""
+        nodes, keys = self.store.capacity, len(self.store.keys)
+        if len(self._total) < nodes:
+            self._total = _grown(self._total, nodes)
+            self._self = _grown(self._self, nodes)
+        if len(self._fn_total) < keys:
+            self._fn_total = _grown(self._fn_total, keys * 2)
+            self._fn_self = _grown(self._fn_self, keys * 2)
 
+    # -- decay ------------------------------------------------------------------
     def halve(self) -> None:
-        """Halve every count (rounding down; emptied nodes go): one step of decay."""
-        self._functions = {}
-        self._hot_cache = None
-        self._memo = {}
-        _halve(self._root, self._functions, {}, 0)
-        self._root.frozen = None
+        """Halve every node's self count (rounding down) and recount totals and
+        functions from them: one step of decay. Emptied nodes disappear."""
+        self._flush()
+        store = self.store
+        size = store.size
+        self._self[:size] //= 2
+        total = self._self.copy()
+        parent = store.parent
+        for level in reversed(store.levels()[1:]):
+            np.add.at(total, parent[level], total[level])
+        self._total = total
+        frames = store.depth[:size] >= 2
+        key_id = store.key_id[:size]
+        self._fn_self[:] = 0
+        np.add.at(self._fn_self, key_id[frames], self._self[:size][frames])
+        first = (store.flags[:size] & FIRST_OF_FUNCTION) != 0
+        self._fn_total[:] = 0
+        np.add.at(self._fn_total, key_id[first], total[:size][first])
+        self._tree = None
+        self._hot = None
 
-    def _describe(self, node: _Node, key: NodeKey, frame: Frame) -> None:
-        node.inlined = frame.inlined
-        node.unresolved = frame.function is None
-        if frame.file:
-            node.source = frame_source(frame)
-            self._sources.setdefault(key, node.source)
-
-    def _count_functions(self, keys: list[NodeKey], count: int) -> None:
-        if not keys:
-            return
-        functions = self._functions
-        for key in set(keys):  # once per sample, even when it recurses
-            counters = functions.get(key)
-            if counters is None:
-                counters = functions[key] = [0, 0]
-            counters[1] += count
-        functions[keys[-1]][0] += count
-        self._hot_cache = None
-
+    # -- reading --------------------------------------------------------------
     def tree(self) -> CallNode:
         """The immutable call tree: "all" -> processes -> outermost frames -> ..."""
-        return self._root.freeze()
+        if self._tree is None:
+            self._flush()
+            self._tree = LiveTree(self.store, self._self, self._total).root()
+        return self._tree
 
     def hot_functions(self, limit: int | None = None) -> tuple[HotFunction, ...]:
-        """Functions by self samples (then total, then label), hottest first."""
-        if self._hot_cache is None:
-            rows = [
-                HotFunction(*key, counters[0], counters[1], self._sources.get(key, ""))
-                for key, counters in self._functions.items()
-            ]
-            rows.sort(key=_hot_order)
-            self._hot_cache = tuple(rows)
-        return self._hot_cache if limit is None else self._hot_cache[:limit]
+        """Functions by self samples (then total, then label), hottest first.
+
+        Only the rows asked for are made: numpy ranks by the counts, Python
+        breaks ties by name among those (and whatever ties with the last)."""
+        hot = self._hot
+        if hot is None or (len(hot) < self._live_functions and (limit or len(hot) + 1) > len(hot)):
+            self._flush()
+            self._hot = hot = self._rank(limit)
+        return hot if limit is None else hot[:limit]
+
+    def _rank(self, limit: int | None) -> tuple[HotFunction, ...]:
+        live = np.flatnonzero(self._fn_total > 0)
+        self._live_functions = len(live)
+        selfs, totals = self._fn_self[live], self._fn_total[live]
+        order = np.lexsort((-totals, -selfs))
+        if limit is not None and limit < len(order):
+            last = order[limit - 1]
+            tied = (selfs[order] == selfs[last]) & (totals[order] == totals[last])
+            order = order[: max(limit, int(np.flatnonzero(tied)[-1]) + 1)]
+        keys, sources = self.store.keys, self._fn_source
+        rows = []
+        for key, own, total in zip(
+            live[order].tolist(), selfs[order].tolist(), totals[order].tolist(), strict=True
+        ):
+            label, module, kernel = keys[key]
+            rows.append(HotFunction(label, module, kernel, own, total, sources.get(key, "")))
+        rows.sort(key=_hot_order)
+        return tuple(rows)
+
+
+def _grown(counts: Counts, size: int) -> Counts:
+    grown = np.zeros(size, np.int64)
+    grown[: len(counts)] = counts
+    return grown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, Final
 
 from bpftop.bpf.raw import MapUsage
 
@@ -68,34 +68,97 @@ class CollectionStats:
         return sum(n for _, n in self.stack_errors)
 
 
-class CallNode(NamedTuple):
-    """A node of the top-down call tree.
+class CallNode:
+    """A node of the top-down call tree (immutable: mypy rejects assignments).
 
     The root is a synthetic node named "all"; its children are processes (by
     name), theirs the outermost frames. ``children`` are sorted by
     ``total_count``, hottest first. ``total_count`` = ``self_count`` + the
     children's totals.
 
-    A named tuple, not a frozen dataclass: the collector makes tens of
-    thousands per tick, and a tuple is made several times faster (the frozen
-    dataclass pays an ``object.__setattr__`` per field). Derive changed
-    copies with ``_replace``.
+    Derived views (filters, callers, zoom chains) build plain nodes; the
+    collector's snapshots hold ``tui.model.store.LiveNode``s, which make their
+    children only when first asked for. Derive changed copies with
+    ``_replace``. Two nodes are equal when their fields and subtrees are.
     """
 
-    label: str
-    module: str = ""
-    kernel: bool = False
-    self_count: int = 0
-    total_count: int = 0
-    children: tuple[CallNode, ...] = ()
-    source: str = ""  # "file.c:123" where DWARF knows it, else ""
-    inlined: bool = False  # DWARF says this frame was inlined into its caller
-    unresolved: bool = False  # the frame could not be named
+    __slots__ = (
+        "_children",
+        "inlined",
+        "kernel",
+        "label",
+        "module",
+        "self_count",
+        "source",
+        "total_count",
+        "unresolved",
+    )
+
+    def __init__(
+        self,
+        label: str,
+        module: str = "",
+        kernel: bool = False,
+        self_count: int = 0,
+        total_count: int = 0,
+        children: tuple[CallNode, ...] = (),
+        source: str = "",
+        inlined: bool = False,
+        unresolved: bool = False,
+    ) -> None:
+        self.label: Final = label
+        self.module: Final = module
+        self.kernel: Final = kernel
+        self.self_count: Final = self_count
+        self.total_count: Final = total_count
+        self._children: Final = children
+        self.source: Final = source  # "file.c:123" where DWARF knows it, else ""
+        self.inlined: Final = inlined  # DWARF says this frame was inlined into its caller
+        self.unresolved: Final = unresolved  # the frame could not be named
+
+    @property
+    def children(self) -> tuple[CallNode, ...]:
+        """Hottest first (ties by key)."""
+        return self._children
 
     @property
     def key(self) -> tuple[str, str, bool]:
         """Identity among siblings; stable from tick to tick."""
         return (self.label, self.module, self.kernel)
+
+    def _fields(self) -> tuple[str, str, bool, int, int, str, bool, bool]:
+        return (
+            self.label, self.module, self.kernel, self.self_count, self.total_count,
+            self.source, self.inlined, self.unresolved,
+        )  # fmt: skip
+
+    def _replace(self, **changes: Any) -> CallNode:
+        """A plain copy with some fields changed (children kept unless given)."""
+        label, module, kernel, self_count, total_count, source, inlined, unresolved = self._fields()
+        fields: dict[str, Any] = {
+            "label": label, "module": module, "kernel": kernel, "self_count": self_count,
+            "total_count": total_count, "children": self.children, "source": source,
+            "inlined": inlined, "unresolved": unresolved,
+        }  # fmt: skip
+        fields.update(changes)
+        return CallNode(**fields)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CallNode):
+            return NotImplemented
+        return self is other or (
+            self._fields() == other._fields() and self.children == other.children
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.self_count, self.total_count))
+
+    def __repr__(self) -> str:
+        return (
+            f"CallNode({self.label!r}, {self.module!r}, kernel={self.kernel}, "
+            f"self={self.self_count}, total={self.total_count}, "
+            f"children={len(self.children)})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,8 +24,31 @@ from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import ThreadShare
 
-Stack = tuple[str, tuple[Frame, ...], int, int]
-"""(process, root-first frames, count, tid) as given to ``add``."""
+
+class TickStacks:
+    """The stacks added in one tick, as parallel lists: a few objects per tick
+    for the garbage collector to track, not one tuple per stack (a 30 s window
+    at 5,000 stacks a tick kept 150,000 tuples alive, and young-generation
+    collections scanned them)."""
+
+    __slots__ = ("counts", "frames", "processes", "tids")
+
+    def __init__(self) -> None:
+        self.processes: list[str] = []
+        self.frames: list[tuple[Frame, ...]] = []
+        self.counts: list[int] = []
+        self.tids: list[int] = []
+
+    def append(self, process: str, frames: tuple[Frame, ...], count: int, tid: int) -> None:
+        self.processes.append(process)
+        self.frames.append(frames)
+        self.counts.append(count)
+        self.tids.append(tid)
+
+    def __iter__(self) -> Iterator[tuple[str, tuple[Frame, ...], int, int]]:
+        """(process, root-first frames, count, tid) as given to ``add``."""
+        return zip(self.processes, self.frames, self.counts, self.tids, strict=True)
+
 
 UnknownKey = tuple[Unresolved, str]
 """Why frames went unnamed, and in which module ("" when the module does not matter)."""
@@ -78,8 +101,8 @@ class TimedProfile:
         self.thread_samples: dict[int, int] = {}
         self.unknown: dict[UnknownKey, int] = {}  # samples with such a frame, cumulative
         self._moving: Profile | None = None
-        self._ticks: deque[tuple[float, list[Stack]]] = deque()
-        self._pending: list[Stack] = []
+        self._ticks: deque[tuple[float, TickStacks]] = deque()
+        self._pending = TickStacks()
         self._since_halving_s = 0.0
         self.set_mode(setting)
 
@@ -107,12 +130,12 @@ class TimedProfile:
             self.unknown[key] = self.unknown.get(key, 0) + count
         if self._moving is not None and (self.thread is None or tid == self.thread):
             self._moving.add(process, kept, count)
-        self._pending.append((process, kept, count, tid))
+        self._pending.append(process, kept, count, tid)
 
     def end_tick(self, interval_s: float) -> None:
         """Close the tick: remember it, expire old ticks, decay when due."""
         self._ticks.append((interval_s, self._pending))
-        self._pending = []
+        self._pending = TickStacks()
         self._expire()
         if self.setting.mode is TimeMode.DECAY and self._moving is not None:
             self._since_halving_s += interval_s
@@ -147,12 +170,12 @@ class TimedProfile:
             self._moving = None
             return
         self._expire()
-        self._moving = Profile()
+        self._moving = Profile(self.cumulative.store)  # same shape, its own counts
         for _, stacks in self._ticks:
             self._replay(stacks)
         self._replay(self._pending)
 
-    def _replay(self, stacks: list[Stack]) -> None:
+    def _replay(self, stacks: TickStacks) -> None:
         assert self._moving is not None
         for process, frames, count, tid in stacks:
             if self.thread is None or tid == self.thread:
@@ -175,7 +198,7 @@ class TimedProfile:
         self.thread_samples = {}
         self.unknown = {}
         self._ticks.clear()
-        self._pending = []
+        self._pending = TickStacks()
         self._rebuild()
 
 

@@ -1,0 +1,262 @@
+"""The call tree's shape in growable arrays, and immutable snapshots of its counts.
+
+``TreeStore`` owns the shape: one row per node (parent, key id, depth, first
+child, next sibling, flags), appended as new stacks arrive and never moved or
+removed, so a node id is stable for the life of the store. Counts are not kept
+here: each ``Profile`` keeps its own count arrays over a store it may share.
+
+``LiveTree`` is one snapshot: copies of the counts (and of the one linking
+column that changes, ``first_child``) as of a freeze, plus views of the
+columns that never change once a row is written. Its nodes (``LiveNode``) are
+made only when a view asks for them, children sorted hottest first on first
+access, so a freeze costs three array copies instead of a walk over the tree.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from bpftop.tui.model.snapshot import CallNode
+
+NodeKey = tuple[str, str, bool]
+"""(label, module, kernel): identity of a node among its siblings and of a function."""
+
+Ids = npt.NDArray[np.int32]
+Counts = npt.NDArray[np.int64]
+
+ROOT = 0
+INLINED = 1
+UNRESOLVED = 2
+FIRST_OF_FUNCTION = 4
+"""Set on a frame node whose function is not on the path above it (totals count it once)."""
+
+
+class TreeStore:
+    """The nodes of a call tree: root (depth 0), processes (1), frames (2 and below)."""
+
+    def __init__(self, root_label: str = "all") -> None:
+        self.size = 1
+        self.keys: list[NodeKey] = [(root_label, "", False)]
+        self._key_ids: dict[NodeKey, int] = {self.keys[0]: 0}
+        self._child: dict[int, int] = {}  # parent << 32 | key id -> node
+        self.sources: dict[int, str] = {}  # node -> "file.c:123"; only ever added to
+        capacity = 1024
+        self.parent: Ids = np.zeros(capacity, np.int32)
+        self.key_id: Ids = np.zeros(capacity, np.int32)
+        self.depth: npt.NDArray[np.int16] = np.zeros(capacity, np.int16)
+        self.first_child: Ids = np.full(capacity, -1, np.int32)
+        self.next_sibling: Ids = np.full(capacity, -1, np.int32)
+        self.flags: npt.NDArray[np.uint8] = np.zeros(capacity, np.uint8)
+
+    @property
+    def capacity(self) -> int:
+        return len(self.parent)
+
+    def key_of(self, key: NodeKey) -> int:
+        """The id of ``key``, interned on first sight."""
+        found = self._key_ids.get(key)
+        if found is None:
+            found = self._key_ids[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def child(self, parent: int, key_id: int, flags: int = 0) -> int:
+        """The child of ``parent`` with ``key_id``, added (with ``flags``) if new."""
+        slot = parent << 32 | key_id
+        node = self._child.get(slot)
+        if node is not None:
+            return node
+        node = self.size
+        if node == self.capacity:
+            self._grow()
+        self.size = node + 1
+        self.parent[node] = parent
+        self.key_id[node] = key_id
+        self.depth[node] = self.depth[parent] + 1
+        self.flags[node] = flags
+        self.next_sibling[node] = self.first_child[parent]  # written before it is linked
+        self.first_child[parent] = node
+        self._child[slot] = node
+        return node
+
+    def _grow(self) -> None:
+        # New arrays: snapshots keep views of the old ones, which stay as they were.
+        for name in ("parent", "key_id", "depth", "flags"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
+        for name in ("first_child", "next_sibling"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.full_like(old, -1)]))
+
+    def levels(self) -> list[Ids]:
+        """Node ids grouped by depth (index = depth), for bottom-up passes."""
+        depth = self.depth[: self.size]
+        order = np.argsort(depth, kind="stable").astype(np.int32)
+        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+        return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+
+class LiveTree:
+    """The counts of a store's nodes as of one freeze; nodes made on demand."""
+
+    def __init__(self, store: TreeStore, self_counts: Counts, totals: Counts) -> None:
+        size = store.size
+        self.size: Final = size
+        self.total: Final = totals[:size].copy()
+        self.self_count: Final = self_counts[:size].copy()
+        self.first_child: Final = store.first_child[:size].copy()
+        # Written once when a row is added, so views of them cannot change.
+        self.next_sibling: Final = store.next_sibling[:size]
+        self.key_id: Final = store.key_id[:size]
+        self.flags: Final = store.flags[:size]
+        self.keys: Final = store.keys  # append-only
+        self.sources: Final = store.sources  # append-only (file:line found later)
+
+    def root(self) -> LiveNode:
+        index = ROOT
+        key = self.keys[int(self.key_id[index])]
+        self_count, total = int(self.self_count[index]), int(self.total[index])
+        return LiveNode(self, index, key, self_count, total, "", int(self.flags[index]))
+
+    def children_of(self, index: int) -> tuple[CallNode, ...]:
+        """Children with samples, hottest first, ties by key."""
+        ids = []
+        child = int(self.first_child[index]) if index < self.size else -1
+        next_sibling = self.next_sibling
+        while child >= 0:
+            ids.append(child)
+            child = int(next_sibling[child])
+        if not ids:
+            return ()
+        at = np.array(ids)
+        keys, sources = self.keys, self.sources
+        ranked = sorted(
+            (-total, keys[key], node, own, flags)
+            for node, total, key, own, flags in zip(
+                ids,
+                self.total[at].tolist(),
+                self.key_id[at].tolist(),
+                self.self_count[at].tolist(),
+                self.flags[at].tolist(),
+                strict=True,
+            )
+            if total > 0
+        )
+        return tuple(
+            LiveNode(self, node, key, own, -negative, sources.get(node, ""), flags)
+            for negative, key, node, own, flags in ranked
+        )
+
+
+class LiveNode(CallNode):
+    """A snapshot's node: fields fixed at creation, children made on first access."""
+
+    __slots__ = ("_index", "_kids", "_tree")
+
+    def __init__(
+        self,
+        tree: LiveTree,
+        index: int,
+        key: NodeKey,
+        self_count: int,
+        total_count: int,
+        source: str,
+        flags: int,
+    ) -> None:
+        label, module, kernel = key
+        super().__init__(
+            label, module, kernel, self_count, total_count, (), source,
+            bool(flags & INLINED), bool(flags & UNRESOLVED),
+        )  # fmt: skip
+        self._tree = tree
+        self._index = index
+        self._kids: tuple[CallNode, ...] | None = None
+
+    @property
+    def children(self) -> tuple[CallNode, ...]:
+        kids = self._kids
+        if kids is None:  # two threads may both make them: equal results, either kept
+            kids = self._kids = self._tree.children_of(self._index)
+        return kids
+
+
+class StackTable:
+    """Remembered stacks as rows: where each one's node ids and function ids are.
+
+    The ids of all stacks sit one after another in two growing arrays, so the
+    stacks of a tick are gathered with a handful of vectorized operations
+    instead of a Python object each.
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._rows: npt.NDArray[np.int64] = np.zeros((1024, 6), np.int64)
+        self._nodes = _Runs()
+        self._functions = _Runs()
+
+    def add(self, nodes: list[int], functions: list[int], leaf_function: int) -> int:
+        """A stack's node ids (root first), its functions (each once), its leaf's
+        function (-1: none); returns its row."""
+        row = self.size
+        if row == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
+        self._rows[row] = (
+            self._nodes.append(nodes), len(nodes),
+            self._functions.append(functions), len(functions),
+            nodes[-1], leaf_function,
+        )  # fmt: skip
+        self.size = row + 1
+        return row
+
+    def gather(self, rows: Counts, counts: Counts) -> Gathered:
+        """Where ``counts`` samples of each stack of ``rows`` go."""
+        table = self._rows[rows]
+        node_lengths, function_lengths = table[:, 1], table[:, 3]
+        framed = table[:, 5] >= 0
+        return Gathered(
+            self._nodes.gather(table[:, 0], node_lengths), np.repeat(counts, node_lengths),
+            self._functions.gather(table[:, 2], function_lengths),
+            np.repeat(counts, function_lengths),
+            table[:, 4], table[framed, 5], counts[framed],
+        )  # fmt: skip
+
+
+class Gathered(NamedTuple):
+    """Ids to add to and what to add: the shape of one scatter-add per counter."""
+
+    nodes: Ids
+    node_counts: Counts
+    functions: Ids
+    function_counts: Counts
+    leaves: Counts
+    leaf_functions: Counts
+    leaf_function_counts: Counts
+
+
+class _Runs:
+    """Runs of ids in one growing array."""
+
+    def __init__(self) -> None:
+        self._ids: Ids = np.zeros(4096, np.int32)
+        self.size = 0
+
+    def append(self, ids: list[int]) -> int:
+        """Store a run; returns where it starts."""
+        start, end = self.size, self.size + len(ids)
+        if end > len(self._ids):
+            grown = np.zeros(max(end, 2 * len(self._ids)), np.int32)
+            grown[:start] = self._ids[:start]
+            self._ids = grown
+        self._ids[start:end] = ids
+        self.size = end
+        return start
+
+    def gather(self, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> Ids:
+        """The runs at ``starts`` (of ``lengths``) one after another."""
+        ends = np.cumsum(lengths)
+        shift = np.repeat(starts - (ends - lengths), lengths)
+        return self._ids[shift + np.arange(int(ends[-1]) if len(ends) else 0)]
