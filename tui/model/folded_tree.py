@@ -20,9 +20,8 @@ from bpftop.tui.model.snapshot import CallNode
 
 _LINE = re.compile(r"^[^\S\n]*(\S[^\n]*) (\d+)[^\S\n]*$", re.MULTILINE)
 _NONBLANK = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
-_BY_KEY = operator.itemgetter(0, 1, 2)
-_BY_TOTAL = operator.itemgetter(4)
-_new_tuple = tuple.__new__
+_BY_KEY = operator.attrgetter("label", "module", "kernel")
+_BY_TOTAL = operator.attrgetter("total_count")
 _K = len(KERNEL_SUFFIX)
 Prefixed = TypeVar("Prefixed", str, tuple[int, ...])
 
@@ -89,7 +88,7 @@ def _freeze(node: list[Any], depth: int) -> CallNode:
     elif len(children) == 1:
         for child in children.values():
             kids = (_freeze(child, depth + 1),)
-        total = own + kids[0][4]
+        total = own + kids[0].total_count
     else:
         ordered = [_freeze(child, depth + 1) for child in children.values()]
         ordered.sort(key=_BY_KEY)
@@ -99,5 +98,5 @@ def _freeze(node: list[Any], depth: int) -> CallNode:
     if depth == 0:
         return CallNode("all", total_count=total, children=kids)
     if depth > 1 and text.endswith(KERNEL_SUFFIX) and len(text) > _K:
-        return _new_tuple(CallNode, (text[:-_K], "", True, own, total, kids, "", False, False))
-    return _new_tuple(CallNode, (text, "", False, own, total, kids, "", False, False))
+        return CallNode(text[:-_K], "", True, own, total, kids)
+    return CallNode(text, "", False, own, total, kids)

@@ -134,7 +134,7 @@ def saved_frame(node: CallNode) -> SavedFrame:
 def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
     """Every node with self samples becomes a stack; the tree's first level are the groups."""
     stacks: list[SavedStack] = []
-    frames: dict[CallNode, SavedFrame] = {}
+    frames: dict[tuple[str, str, bool, str, bool, bool], SavedFrame] = {}
     for group in tree.children:
         todo: list[tuple[CallNode, tuple[SavedFrame, ...]]] = [(group, ())]
         while todo:
@@ -142,7 +142,8 @@ def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
             if node.self_count > 0 and path:
                 stacks.append(SavedStack(group.label, path, node.self_count))
             for child in reversed(node.children):
-                key = child._replace(children=(), self_count=0, total_count=0)
+                key = (child.label, child.module, child.kernel, child.source, child.inlined,
+                       child.unresolved)  # fmt: skip
                 frame = frames.get(key)
                 if frame is None:
                     frame = frames[key] = saved_frame(child)

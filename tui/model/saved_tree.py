@@ -19,9 +19,8 @@ from bpftop.tui.model.folded_tree import common_prefix
 from bpftop.tui.model.saved import SavedFrame, SavedProfile
 from bpftop.tui.model.snapshot import CallNode
 
-_BY_KEY = operator.itemgetter(0, 1, 2)  # CallNode (label, module, kernel)
-_BY_TOTAL = operator.itemgetter(4)  # CallNode.total_count
-_new_tuple = tuple.__new__  # CallNode without its keyword handling (millions of nodes)
+_BY_KEY = operator.attrgetter("label", "module", "kernel")
+_BY_TOTAL = operator.attrgetter("total_count")
 
 _Node = list[Any]  # [id, self_count, children: dict[id, _Node]]
 
@@ -88,8 +87,6 @@ def _freeze(node: _Node, frames: list[SavedFrame], groups: dict[int, str]) -> Ca
     if key < 0:
         return CallNode(groups[key], "", False, node[1], total, tuple(kids))
     f = frames[key]
-    return _new_tuple(
-        CallNode,
-        (f.name, f.module, f.kernel, node[1], total, tuple(kids), f.source, f.inlined,
-         f.unresolved),
-    )  # fmt: skip
+    return CallNode(
+        f.name, f.module, f.kernel, node[1], total, tuple(kids), f.source, f.inlined, f.unresolved
+    )
