@@ -24,8 +24,7 @@ from bpftop.bpf.environment import check_privileges, import_bcc
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
-from bpftop.tui.files_cli import add_format_option, save_recording
-from bpftop.tui.model.profile_io import format_for
+from bpftop.tui.model.formats import FORMATS, format_for
 from bpftop.tui.model.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
 
@@ -100,7 +99,12 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         metavar="FILE",
         help="where to write the profile (format by extension, or --format)",
     )
-    add_format_option(record)
+    record.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="output format (default: from the file name: .folded/.txt, .speedscope.json, "
+        ".pb.gz, .svg; else folded)",
+    )
     return live, record
 
 
@@ -230,6 +234,8 @@ def _record(args: argparse.Namespace) -> int:
         snap, frequency_hz=args.frequency, start_ns=started_ns[0] if started_ns else end_ns,
         end_ns=end_ns, version=VERSION,
     )  # fmt: skip
+    from bpftop.tui.files_cli import save_recording  # the writers load only when needed
+
     save_recording(snap, meta, args.output, args.format)
     return 0
 

@@ -18,29 +18,12 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
-from bpftop.tui.model.profile_io import (
-    FORMATS,
-    LoadedTree,
-    format_for,
-    load_tree,
-    read_saved,
-    write_saved,
-)
+from bpftop.tui.model.formats import SUFFIXES, format_for
+from bpftop.tui.model.profile_io import LoadedTree, load_tree, read_saved, write_saved
 from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree
 from bpftop.tui.model.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 from bpftop.tui.model.views import hot_from_tree
-
-SUFFIXES = {"folded": ".folded", "speedscope": ".speedscope.json", "pprof": ".pb.gz", "svg": ".svg"}
-
-
-def add_format_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        help="output format (default: from the file name: .folded/.txt, .speedscope.json, "
-        ".pb.gz, .svg; else folded)",
-    )
 
 
 def build_ids(modules: Iterable[str]) -> dict[str, str]:

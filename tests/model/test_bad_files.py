@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpftop.tui.model import profile_io
+from bpftop.tui.model.formats import ProfileFileError
 from bpftop.tui.model.pprof import parse_pprof
-from bpftop.tui.model.profile_io import ProfileFileError, read_saved, write_saved
+from bpftop.tui.model.profile_io import read_saved, write_saved
 from bpftop.tui.model.saved import from_tree
 from tests.model.test_saved import META, sample_profile
 

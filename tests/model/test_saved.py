@@ -11,9 +11,10 @@ import pytest
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.folded import folded_lines
+from bpftop.tui.model.formats import format_for
 from bpftop.tui.model.pprof import parse_pprof, to_pprof
 from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.profile_io import format_for, read_saved, write_saved
+from bpftop.tui.model.profile_io import read_saved, write_saved
 from bpftop.tui.model.saved import ProfileMeta, from_tree, to_profile
 from bpftop.tui.model.saved_folded import diff_lines, from_folded
 from bpftop.tui.model.speedscope import to_speedscope

@@ -1,8 +1,6 @@
 """Saved profiles on disk: choosing a format, writing atomically, reading safely.
 
-``format_for(path, name)`` picks the format from ``--format`` or the file
-name (``.folded``/``.txt``, ``.speedscope.json``/``.json``, ``.pb.gz``/
-``.pprof``, ``.svg``). ``write_saved`` writes through a temp file and
+``write_saved`` writes through a temp file and
 ``os.replace``, so a failed write leaves the old file and no debris and
 raises ``OutputError`` saying why. ``read_saved`` (the stacks) and
 ``load_tree`` (just the call tree, fast for big folded files) recognise the format by
@@ -20,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError
 from bpftop.tui.model.atomic import atomic_write
 from bpftop.tui.model.folded_tree import folded_tree, parse_folded
+from bpftop.tui.model.formats import ProfileFileError
 from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.model.pprof.reader import from_pprof
 from bpftop.tui.model.saved import ProfileMeta, SavedProfile
@@ -32,29 +30,8 @@ from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.speedscope import SpeedscopeError, from_speedscope, to_speedscope
 from bpftop.tui.model.svgflame import to_svg
 
-FORMATS = ("folded", "speedscope", "pprof", "svg")
-_SUFFIXES = (
-    (".speedscope.json", "speedscope"), (".json", "speedscope"), (".pb.gz", "pprof"),
-    (".pprof", "pprof"), (".svg", "svg"), (".folded", "folded"), (".txt", "folded"),
-)  # fmt: skip
 MAX_READ_BYTES = 512 * 1024 * 1024
 """Larger files are refused (a 1 GB folded file would need ~10 GB of memory to load)."""
-
-
-class ProfileFileError(BpftopError):
-    """A saved profile that cannot be read."""
-
-    exit_code = 2
-
-
-def format_for(path: Path, name: str | None = None) -> str:
-    """The output format: ``name`` if given, else by the file's extension (default folded)."""
-    if name is not None:
-        if name not in FORMATS:
-            raise ProfileFileError(f"unknown format '{name}'", f"use one of {', '.join(FORMATS)}")
-        return name
-    lower = path.name.lower()
-    return next((fmt for suffix, fmt in _SUFFIXES if lower.endswith(suffix)), "folded")
 
 
 def write_saved(
