@@ -24,7 +24,7 @@ from bpftop.bpf.environment import check_privileges, import_bcc
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
-from bpftop.tui.model.formats import FORMATS, format_for
+from bpftop.tui.model.formats import FORMATS
 from bpftop.tui.model.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
 
@@ -201,7 +201,6 @@ def _record(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise UsageError(f"duration {args.duration} s must be positive", "for example -d 10")
     _check_writable(args.output)
-    format_for(args.output, args.format)  # a bad --format fails before sampling
     sampler = _check(args)
     if sampler is None:
         return 0
