@@ -5,12 +5,16 @@ from __future__ import annotations
 import itertools
 import re
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
 from bpftop.tui.model.folded import folded_lines
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import (
+    Match,
     callers_tree,
     chain_to,
     compile_search,
@@ -230,8 +234,62 @@ def test_next_match_walks_in_display_order_and_wraps() -> None:
     assert next_match(tree, lambda n: False, a, 1) is None
 
 
+def eager(node: CallNode) -> CallNode:
+    """A plain copy of a (live) tree: the node-walking code paths run on it."""
+    return node._replace(children=tuple(eager(c) for c in node.children))
+
+
 def test_callers_tree_stops_early_with_expected_total() -> None:
-    tree = profile().tree()
+    tree = eager(profile().tree())
     assert callers_tree(tree, key("leaf"), expected=10) == callers_tree(tree, key("leaf"))
     partial = callers_tree(tree, key("leaf"), expected=5)
     assert partial.total_count == 5
+
+
+FUNCTIONS = ["main", "a", "b", "rec", "leaf", "k1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["app", "other"]),
+            st.lists(st.sampled_from(FUNCTIONS), max_size=7),
+            st.integers(1, 9),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.sampled_from(FUNCTIONS),
+)
+def test_live_snapshot_views_equal_node_walks(
+    stacks: list[tuple[str, list[str], int]], name: str
+) -> None:
+    """Filter, per-function table and callers computed on a snapshot's arrays
+    agree with the same views walked node by node."""
+    p = Profile()
+    for process, names, count in stacks:
+        frames = [Frame(n, "[kernel]", 0, kernel=True) if n == "k1" else u(n) for n in names]
+        p.add(process, frames, count)
+    live = p.tree()
+    plain = eager(live)
+    assert live == plain
+    fn = ("k1", "[kernel]", True) if name == "k1" else key(name)
+    assert callers_tree(live, fn) == callers_tree(plain, fn)
+    assert hot_from_tree(live) == hot_from_tree(plain) == p.hot_functions()
+    match = lambda n: n.label == name  # noqa: E731
+    paths = matching_paths(live, match)
+    assert paths == matching_paths(plain, match)
+    for here in [None, *paths[:2], path("main")]:
+        for step in (1, -1):
+            assert next_match(live, match, here, step) == next_match(plain, match, here, step)
+    kept, kept_plain = filter_tree(live, match), filter_tree(plain, match)
+    assert kept == kept_plain
+    if kept is not None and kept_plain is not None:
+        assert hot_from_tree(kept) == hot_from_tree(kept_plain)
+    keeps: list[Match] = [lambda n: not n.kernel, lambda n: n.kernel, lambda n: n.label != name]
+    for keep in keeps:
+        user = keep_frames(live, keep)
+        assert user == keep_frames(plain, keep)
+        assert hot_from_tree(user) == hot_from_tree(keep_frames(plain, keep))
+        assert filter_tree(user, match) == filter_tree(eager(user), match)

@@ -228,7 +228,7 @@ class Profile:
         """The immutable call tree: "all" -> processes -> outermost frames -> ..."""
         if self._tree is None:
             self._flush()
-            self._tree = LiveTree(self.store, self._self, self._total).root()
+            self._tree = LiveTree.freeze(self.store, self._self, self._total).root()
         return self._tree
 
     def hot_functions(self, limit: int | None = None) -> tuple[HotFunction, ...]:

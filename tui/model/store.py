@@ -41,7 +41,7 @@ class TreeStore:
     def __init__(self, root_label: str = "all") -> None:
         self.size = 1
         self.keys: list[NodeKey] = [(root_label, "", False)]
-        self._key_ids: dict[NodeKey, int] = {self.keys[0]: 0}
+        self.key_ids: dict[NodeKey, int] = {self.keys[0]: 0}  # only ever added to
         self._child: dict[int, int] = {}  # parent << 32 | key id -> node
         self.sources: dict[int, str] = {}  # node -> "file.c:123"; only ever added to
         capacity = 1024
@@ -58,9 +58,9 @@ class TreeStore:
 
     def key_of(self, key: NodeKey) -> int:
         """The id of ``key``, interned on first sight."""
-        found = self._key_ids.get(key)
+        found = self.key_ids.get(key)
         if found is None:
-            found = self._key_ids[key] = len(self.keys)
+            found = self.key_ids[key] = len(self.keys)
             self.keys.append(key)
         return found
 
@@ -94,27 +94,44 @@ class TreeStore:
 
     def levels(self) -> list[Ids]:
         """Node ids grouped by depth (index = depth), for bottom-up passes."""
-        depth = self.depth[: self.size]
-        order = np.argsort(depth, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-        return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+        return depth_levels(self.depth[: self.size])
 
 
 class LiveTree:
-    """The counts of a store's nodes as of one freeze; nodes made on demand."""
+    """The counts of a store's nodes as of one freeze; nodes made on demand.
 
-    def __init__(self, store: TreeStore, self_counts: Counts, totals: Counts) -> None:
+    ``freeze`` copies what changes (counts, ``first_child``) and shares views of
+    the columns written once per row; ``with_counts`` makes a derived tree of
+    the same shape with other counts (a filter's), sharing everything else.
+    """
+
+    def __init__(self, shape: Shape, self_count: Counts, total: Counts) -> None:
+        self._shape = shape
+        self.size: Final = shape.size
+        self.self_count: Final = self_count
+        self.total: Final = total
+        self.first_child: Final = shape.first_child
+        self.next_sibling: Final = shape.next_sibling
+        self.parent: Final = shape.parent
+        self.depth: Final = shape.depth
+        self.key_id: Final = shape.key_id
+        self.flags: Final = shape.flags
+        self.keys: Final = shape.keys  # append-only
+        self.key_ids: Final = shape.key_ids  # append-only
+        self.sources: Final = shape.sources  # append-only (file:line found later)
+
+    @classmethod
+    def freeze(cls, store: TreeStore, self_counts: Counts, totals: Counts) -> LiveTree:
         size = store.size
-        self.size: Final = size
-        self.total: Final = totals[:size].copy()
-        self.self_count: Final = self_counts[:size].copy()
-        self.first_child: Final = store.first_child[:size].copy()
-        # Written once when a row is added, so views of them cannot change.
-        self.next_sibling: Final = store.next_sibling[:size]
-        self.key_id: Final = store.key_id[:size]
-        self.flags: Final = store.flags[:size]
-        self.keys: Final = store.keys  # append-only
-        self.sources: Final = store.sources  # append-only (file:line found later)
+        return cls(Shape.of_store(store, size), self_counts[:size].copy(), totals[:size].copy())
+
+    def with_counts(self, self_count: Counts, total: Counts) -> LiveTree:
+        """The same shape with other counts."""
+        return LiveTree(self._shape, self_count, total)
+
+    def levels(self) -> list[Ids]:
+        """Node ids by depth (index = depth), for passes top-down or bottom-up."""
+        return self._shape.levels()
 
     def root(self) -> LiveNode:
         index = ROOT
@@ -152,6 +169,75 @@ class LiveTree:
         )
 
 
+class Shape:
+    """A tree's shape as arrays: what a snapshot shares with its store, or what
+    a derived view (frames dropped) made. Node 0 is the root; ``sources`` maps
+    nodes to "file.c:123"."""
+
+    def __init__(
+        self,
+        *,
+        parent: Ids,
+        depth: npt.NDArray[np.int16],
+        key_id: Ids,
+        flags: npt.NDArray[np.uint8],
+        first_child: Ids,
+        next_sibling: Ids,
+        keys: list[NodeKey],
+        key_ids: dict[NodeKey, int],
+        sources: dict[int, str],
+    ) -> None:
+        self.size = len(parent)
+        self.parent, self.depth, self.key_id, self.flags = parent, depth, key_id, flags
+        self.first_child, self.next_sibling = first_child, next_sibling
+        self.keys, self.key_ids, self.sources = keys, key_ids, sources
+        self._levels: list[Ids] | None = None
+
+    @classmethod
+    def of_store(cls, store: TreeStore, size: int) -> Shape:
+        """The store's first ``size`` nodes: ``first_child`` copied (nodes gain
+        children later); the other columns are written once per row, so views
+        of them cannot change."""
+        return cls(
+            parent=store.parent[:size],
+            depth=store.depth[:size],
+            key_id=store.key_id[:size],
+            flags=store.flags[:size],
+            first_child=store.first_child[:size].copy(),
+            next_sibling=store.next_sibling[:size],
+            keys=store.keys,
+            key_ids=store.key_ids,
+            sources=store.sources,
+        )
+
+    def levels(self) -> list[Ids]:
+        if self._levels is None:
+            self._levels = depth_levels(self.depth)
+        return self._levels
+
+
+def link_children(parent: Ids) -> tuple[Ids, Ids]:
+    """(first_child, next_sibling) for nodes given only their parents (node 0: root)."""
+    size = len(parent)
+    first_child = np.full(size, -1, np.int32)
+    next_sibling = np.full(size, -1, np.int32)
+    order = np.argsort(parent[1:], kind="stable").astype(np.int32) + 1
+    ordered_parents = parent[order]
+    same = ordered_parents[1:] == ordered_parents[:-1]
+    next_sibling[order[:-1][same]] = order[1:][same]
+    starts = np.ones(len(order), np.bool_)
+    starts[1:] = ~same
+    first_child[ordered_parents[starts]] = order[starts]
+    return first_child, next_sibling
+
+
+def depth_levels(depth: npt.NDArray[np.int16]) -> list[Ids]:
+    """Node ids grouped by depth (index = depth)."""
+    order = np.argsort(depth, kind="stable").astype(np.int32)
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+
 class LiveNode(CallNode):
     """A snapshot's node: fields fixed at creation, children made on first access."""
 
@@ -175,6 +261,14 @@ class LiveNode(CallNode):
         self._tree = tree
         self._index = index
         self._kids: tuple[CallNode, ...] | None = None
+
+    @property
+    def live_tree(self) -> LiveTree:
+        return self._tree
+
+    @property
+    def index(self) -> int:
+        return self._index
 
     @property
     def children(self) -> tuple[CallNode, ...]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from bpftop.tui.model import live_views
 from bpftop.tui.model.snapshot import CallNode, HotFunction
+from bpftop.tui.model.store import LiveNode
 
 NodeKey = tuple[str, str, bool]
 NodePath = tuple[NodeKey, ...]
@@ -48,6 +50,9 @@ def chain_to(tree: CallNode, path: NodePath) -> CallNode:
 
 def filter_tree(node: CallNode, match: Match) -> CallNode | None:
     """Keep only the stacks with at least one frame that matches (node itself excluded)."""
+    live = live_views.live_root(node)
+    if live is not None:
+        return live_views.filtered(live, match)
     kept: list[CallNode] = []
     for child in node.children:
         if match(child):
@@ -65,6 +70,9 @@ def filter_tree(node: CallNode, match: Match) -> CallNode | None:
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
     """Per-function self/total of a (derived) tree; total counts a sample once."""
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.hot_of(live, limit)
     counters: dict[NodeKey, list[int]] = {}
     sources: dict[NodeKey, str] = {}
     on_path: dict[NodeKey, int] = {}
@@ -103,6 +111,9 @@ def callers_tree(tree: CallNode, key: NodeKey, expected: int | None = None) -> C
     ``expected`` (the function's total samples) the walk stops once all of
     them are found, which for hot functions is early.
     """
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.callers(live, key)
     inverted: dict[NodeKey, _Inv] = {}
     label, module, kernel = key
     found = 0
@@ -170,6 +181,9 @@ def keep_frames(tree: CallNode, keep: Match) -> CallNode:
     A dropped frame's children move up to its parent (merging with equal
     siblings) and its self samples become the parent's. Totals are unchanged.
     """
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.kept_frames(live, keep)
     processes = []
     for process in tree.children:
         acc = _Inv(process)
@@ -211,12 +225,13 @@ def compile_search(pattern: str) -> re.Pattern[str] | str:
 def matching_paths(tree: CallNode, match: Match, limit: int = 10_000) -> list[NodePath]:
     """Paths of matching nodes in display order (hottest child first), at most ``limit``."""
     found: list[NodePath] = []
-    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(tree.children)]
+    below = _search_children(tree, match, None)
+    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(below(tree, ()))]
     while stack and len(found) < limit:
         node, path = stack.pop()
         if match(node):
             found.append(path)
-        stack.extend((c, (*path, c.key)) for c in reversed(node.children))
+        stack.extend((c, (*path, c.key)) for c in reversed(below(node, path)))
     return found
 
 
@@ -231,7 +246,8 @@ def next_match(
     first: NodePath | None = None
     previous: NodePath | None = None
     passed = current is None
-    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(tree.children)]
+    below = _search_children(tree, match, current)
+    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(below(tree, ()))]
     while stack:
         node, path = stack.pop()
         if path == current:
@@ -243,8 +259,32 @@ def next_match(
                 return path
             first = first or path
             previous = path
-        stack.extend((c, (*path, c.key)) for c in reversed(node.children))
+        stack.extend((c, (*path, c.key)) for c in reversed(below(node, path)))
     return first if step > 0 else previous
+
+
+Children = Callable[[CallNode, NodePath], tuple[CallNode, ...]]
+
+
+def _search_children(tree: CallNode, match: Match, current: NodePath | None) -> Children:
+    """What a search walk visits below a node: on a live snapshot only the
+    subtrees that lead to a match (or to ``current``), so a rare match costs
+    its paths, not the whole profile."""
+    live = live_views.live_root(tree)
+    if live is None:
+        return lambda node, path: node.children
+    leads = live_views.leads_to_match(live, match)
+    here = current or ()
+
+    def below(node: CallNode, path: NodePath) -> tuple[CallNode, ...]:
+        return tuple(
+            c
+            for c in node.children
+            if isinstance(c, LiveNode)
+            and (leads[c.index] or here[: len(path) + 1] == (*path, c.key))
+        )
+
+    return below
 
 
 def hottest_path_of(tree: CallNode, key: NodeKey) -> NodePath | None:
