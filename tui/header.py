@@ -69,7 +69,8 @@ def header_text(
     text.append("\nprobe ")
     text.append(stats.probe, "bold")
     if saved:
-        text.append(f"  recorded for {stats.elapsed_s:.0f}s")
+        if stats.elapsed_s:
+            text.append(f"  recorded for {stats.elapsed_s:.0f}s")
         return text
     text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
     _append_overhead(text, snapshot)
@@ -83,9 +84,11 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
         text.append("waiting for process information")
         return
     text.append(proc.name, "bold cyan")
-    text.append(f"  pid {proc.pid}  ")
-    if snapshot.phase is not Phase.SAVED:  # a saved profile has no live process
+    if snapshot.phase is not Phase.SAVED:
+        text.append(f"  pid {proc.pid}  ")
         text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+    else:  # a saved profile: no live process, and maybe no pid (folded files have none)
+        text.append(f"  pid {proc.pid}  " if proc.pid else "  ")
     text.append(f"threads {proc.num_threads}  ")
     text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
 
