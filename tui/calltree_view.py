@@ -59,32 +59,11 @@ class CallTreeView(RowsView):
             self.path = path
             self.node = node
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "calltree--cursor",
-        "calltree--cursor-blurred",
-        "calltree--pct",
-        "calltree--kernel",
-        "calltree--module",
-        "calltree--unresolved",
-        "calltree--placeholder",
-        "calltree--match",
-        "calltree--source",
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"calltree--pct", "calltree--unresolved"}
 
     DEFAULT_CSS = """
-    CallTreeView > .calltree--cursor {
-        background: $block-cursor-background;
-        color: $block-cursor-foreground;
-        text-style: bold;
-    }
-    CallTreeView > .calltree--cursor-blurred { background: $block-cursor-blurred-background; }
     CallTreeView > .calltree--pct { color: $text-accent; }
-    CallTreeView > .calltree--kernel { color: $text-warning; }
-    CallTreeView > .calltree--module { color: $text-muted; }
     CallTreeView > .calltree--unresolved { color: $text-error; }
-    CallTreeView > .calltree--placeholder { color: $text-muted; text-style: italic; }
-    CallTreeView > .calltree--match { background: $warning 40%; text-style: bold underline; }
-    CallTreeView > .calltree--source { color: $text-muted; text-style: italic; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -271,7 +250,7 @@ class CallTreeView(RowsView):
         label_width = max(1, width - used - module_width - 1)
         text.append_text(self._label(row, label_width))
         if module_width:
-            mod = Text(" " + module_name(node.module), style=self.style_of("calltree--module"))
+            mod = Text(" " + module_name(node.module), style=self.style_of("rows--module"))
             mod.truncate(module_width + 1, overflow="ellipsis", pad=True)
             text.append_text(mod)
         return text
@@ -281,17 +260,17 @@ class CallTreeView(RowsView):
         marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
         label_style: Style | str = ""
         if node.kernel:
-            label_style = self.style_of("calltree--kernel")
+            label_style = self.style_of("rows--kernel")
         elif node.unresolved or ("+0x" in node.label and node.module):
             label_style = self.style_of("calltree--unresolved")
         label = Text("  " * row.depth + marker, end="")
         label.append(node.label, label_style)
         if self.match is not None and self.match(node):
             start = label.cell_len - len(node.label)
-            label.stylize(self.style_of("calltree--match"), start, label.cell_len)
+            label.stylize(self.highlight_of("rows--match"), start, label.cell_len)
         if node.inlined:
-            label.append(" (inlined)", self.style_of("calltree--source"))
+            label.append(" (inlined)", self.style_of("rows--source"))
         if self.show_source and node.source:
-            label.append(f"  {node.source}", self.style_of("calltree--source"))
+            label.append(f"  {node.source}", self.style_of("rows--source"))
         label.truncate(label_width, overflow="ellipsis", pad=True)
         return label

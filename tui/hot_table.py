@@ -41,30 +41,10 @@ class HotTable(RowsView):
         Binding("S", "reverse_sort", "Reverse", show=False),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "calltree--cursor",
-        "calltree--cursor-blurred",
-        "calltree--placeholder",
-        "hot--header",
-        "hot--kernel",
-        "hot--module",
-        "hot--match",
-        "hot--source",
-    }
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"hot--header"}
 
     DEFAULT_CSS = """
-    HotTable > .calltree--cursor {
-        background: $block-cursor-background;
-        color: $block-cursor-foreground;
-        text-style: bold;
-    }
-    HotTable > .calltree--cursor-blurred { background: $block-cursor-blurred-background; }
-    HotTable > .calltree--placeholder { color: $text-muted; text-style: italic; }
     HotTable > .hot--header { color: $text-accent; text-style: bold; background: $panel; }
-    HotTable > .hot--kernel { color: $text-warning; }
-    HotTable > .hot--module { color: $text-muted; }
-    HotTable > .hot--match { background: $warning 40%; text-style: bold underline; }
-    HotTable > .hot--source { color: $text-muted; text-style: italic; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -200,7 +180,7 @@ class HotTable(RowsView):
         ]
         titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
         cells = [Text(t) for t in titles]
-        return self._join(cells, self.style_of("hot--header"), numeric=3)
+        return self._join(cells, self.highlight_of("hot--header"), numeric=3)
 
     def row_texts(self, index: int) -> tuple[str, ...]:
         """Row ``index``'s cells as plain text (for tests and search)."""
@@ -221,25 +201,21 @@ class HotTable(RowsView):
             text.append_text(cell)
         return text
 
-    def style_of(self, name: str) -> Style:
-        """Component styles without a background: cells sit on the row's."""
-        return self.get_component_rich_style(name, partial=True)
-
     def _cells(self, fn: HotFunction) -> list[Text]:
         denom = max(1, self._total)
         label = Text()
-        label.append(fn.label, self.style_of("hot--kernel") if fn.kernel else "")
+        label.append(fn.label, self.style_of("rows--kernel") if fn.kernel else "")
         if self.match is not None and self.match(CallNode(fn.label, fn.module, fn.kernel)):
-            label.stylize(self.style_of("hot--match"))
+            label.stylize(self.highlight_of("rows--match"))
         if self.show_source and fn.source:
-            label.append(f"  {fn.source}", self.style_of("hot--source"))
+            label.append(f"  {fn.source}", self.style_of("rows--source"))
         marker = self._trends.get(fn_key(fn), " ")
         cells = [
             Text(f"{100 * fn.self_count / denom:6.1f}"),
             Text(f"{100 * fn.total_count / denom:6.1f}"),
             Text(f"{fn.self_count:,}"),
             label,
-            Text().append(module_name(fn.module), self.style_of("hot--module")),
+            Text().append(module_name(fn.module), self.style_of("rows--module")),
             Text(marker, style=TREND_STYLES.get(marker, "")),
         ]
         if self.baseline is not None:

@@ -52,10 +52,35 @@ class CachedLinesView(ScrollView):
 
 
 class RowsView(CachedLinesView, can_focus=True):
-    """Rows 0..row_count-1 under ``header_lines`` fixed lines; one is the cursor."""
+    """Rows 0..row_count-1 under ``header_lines`` fixed lines; one is the cursor.
 
-    CURSOR_CLASSES = ("calltree--cursor", "calltree--cursor-blurred")
-    PLACEHOLDER_CLASS = "calltree--placeholder"
+    The styles rows share (cursor, kernel frames, modules, search matches,
+    file:line) are component classes here; subclasses add their own.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "rows--cursor",
+        "rows--cursor-blurred",
+        "rows--placeholder",
+        "rows--kernel",
+        "rows--module",
+        "rows--match",
+        "rows--source",
+    }
+
+    DEFAULT_CSS = """
+    RowsView > .rows--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: bold;
+    }
+    RowsView > .rows--cursor-blurred { background: $block-cursor-blurred-background; }
+    RowsView > .rows--placeholder { color: $text-muted; text-style: italic; }
+    RowsView > .rows--kernel { color: $text-warning; }
+    RowsView > .rows--module { color: $text-muted; }
+    RowsView > .rows--match { background: $warning 40%; text-style: bold underline; }
+    RowsView > .rows--source { color: $text-muted; text-style: italic; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor_up", "Up", show=False),
@@ -142,20 +167,27 @@ class RowsView(CachedLinesView, can_focus=True):
         index = y - self.header_lines + round(self.scroll_y)
         if not self.row_count:
             if y == self.header_lines:
-                style = self.get_component_rich_style(self.PLACEHOLDER_CLASS)
+                style = self.get_component_rich_style("rows--placeholder")
                 return Strip([Segment(self.placeholder, style)]).crop_extend(0, width, None)
             return Strip.blank(width)
         if index >= self.row_count:
             return Strip.blank(width)
         text = self.row_text(index, width)
         if index == self._cursor:
-            text.stylize(self.style_of(self.CURSOR_CLASSES[0 if self.has_focus else 1]))
+            cursor = "rows--cursor" if self.has_focus else "rows--cursor-blurred"
+            text.stylize(self.get_component_rich_style(cursor))
         return self._strip(text, width)
 
     def _strip(self, text: Text, width: int) -> Strip:
         return Strip(list(text.render(self.app.console))).crop_extend(0, width, None)
 
     def style_of(self, name: str) -> Style:
+        """A component's text style without its background (rows keep the view's,
+        or the cursor's); ``highlight_of`` keeps the background."""
+        full = self.get_component_rich_style(name)
+        return Style(color=full.color, bold=full.bold, italic=full.italic, underline=full.underline)
+
+    def highlight_of(self, name: str) -> Style:
         return self.get_component_rich_style(name)
 
     def on_resize(self) -> None:

@@ -187,3 +187,17 @@ def test_hot_functions_limited_then_all_and_ties_at_the_cut() -> None:
     assert [h.label for h in everything[-3:]] == ["f08", "f09", "main"]  # main: self 0
     p.add("app", [u("main"), u("f00")], 50)
     assert [h.label for h in p.hot_functions(limit=1)] == ["f00"], "new counts, new ranking"
+
+
+def test_wide_node_children_ordered_and_cut_by_min_total() -> None:
+    p = Profile()
+    for i in range(40):  # more children than the item-by-item path handles
+        p.add("app", [u("main"), u(f"c{i:02d}")], 1 + i % 7)
+    main = walk(p.tree(), "app", "main")
+    order = [(c.total_count, c.label) for c in main.children]
+    assert order == sorted(order, key=lambda t: (-t[0], t[1])) and len(order) == 40
+    p.add("app", [u("other")], 1)  # a new snapshot, its children not made yet
+    wide = walk(p.tree(), "app", "main")
+    assert [c.label for c in wide.children_with(6)] == [
+        label for total, label in order if total >= 6
+    ]

@@ -276,6 +276,7 @@ def test_live_snapshot_views_equal_node_walks(
     assert live == plain
     fn = ("k1", "[kernel]", True) if name == "k1" else key(name)
     assert callers_tree(live, fn) == callers_tree(plain, fn)
+    assert hottest_path_of(live, fn) == hottest_path_of(plain, fn)
     assert hot_from_tree(live) == hot_from_tree(plain) == p.hot_functions()
     match = lambda n: n.label == name  # noqa: E731
     paths = matching_paths(live, match)

@@ -8,6 +8,7 @@ size of the profile. No Textual here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bpftop.tui.model.snapshot import CallNode
@@ -42,14 +43,12 @@ def flame_rows(root: CallNode, root_path: NodePath, width: int, max_depth: int) 
 
 def _children(parent: Span) -> list[Span]:
     node = parent.node
-    if not node.children or node.total_count <= 0:
+    if node.total_count <= 0:
         return []
     scale = parent.width / node.total_count
     spans: list[Span] = []
     done = 0
-    for child in node.children:
-        if child.total_count * scale < MIN_CELLS:
-            break  # hottest first: the rest are narrower still
+    for child in node.children_with(math.ceil(MIN_CELLS / scale)):
         x0 = parent.x + int(done * scale)
         done += child.total_count
         x1 = parent.x + int(done * scale)

@@ -237,3 +237,22 @@ def _derived_tree(
     total = np.zeros(size, np.int64)
     np.add.at(total, new[kept], np.repeat(counts, kept.sum(axis=1)))
     return LiveTree(shape, self_count, total).root()
+
+
+def hottest_occurrence(live: LiveTree, key: NodeKey) -> tuple[NodeKey, ...] | None:
+    """``views.hottest_path_of`` on arrays: the path (below the root) of the node
+    of ``key`` with the most samples; of equal ones, the first in display order
+    (children hottest first, then by key; an ancestor before its descendants)."""
+    key_id = live.key_ids.get(key, -1)
+    candidates = np.flatnonzero((live.key_id == key_id) & (live.total > 0))
+    if not len(candidates):
+        return None
+    best = live.total[candidates].max()
+    ranked = []
+    for node in candidates[live.total[candidates] == best].tolist():
+        order = []
+        while node != ROOT:
+            order.append((-int(live.total[node]), live.keys[int(live.key_id[node])]))
+            node = int(live.parent[node])
+        ranked.append(order[::-1])
+    return tuple(k for _, k in min(ranked))

@@ -20,6 +20,7 @@ import numpy as np
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.snapshot import CallNode, HotFunction
+from bpftop.tui.model.stack_table import StackTable
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
     INLINED,
@@ -28,7 +29,6 @@ from bpftop.tui.model.store import (
     Counts,
     LiveTree,
     NodeKey,
-    StackTable,
     TreeStore,
 )
 

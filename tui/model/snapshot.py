@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -125,6 +126,10 @@ class CallNode:
     def key(self) -> tuple[str, str, bool]:
         """Identity among siblings; stable from tick to tick."""
         return (self.label, self.module, self.kernel)
+
+    def children_with(self, min_total: int) -> tuple[CallNode, ...]:
+        """The children with at least ``min_total`` samples: the first ones."""
+        return tuple(itertools.takewhile(lambda c: c.total_count >= min_total, self.children))
 
     def _fields(self) -> tuple[str, str, bool, int, int, str, bool, bool]:
         return (

@@ -15,7 +15,8 @@ No Textual here.
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple
+from array import array
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,8 @@ Ids = npt.NDArray[np.int32]
 Counts = npt.NDArray[np.int64]
 
 ROOT = 0
+SMALL = 16
+"""Up to this many children, a snapshot reads their counts one by one."""
 INLINED = 1
 UNRESOLVED = 2
 FIRST_OF_FUNCTION = 4
@@ -49,7 +52,9 @@ class TreeStore:
         self.key_id: Ids = np.zeros(capacity, np.int32)
         self.depth: npt.NDArray[np.int16] = np.zeros(capacity, np.int16)
         self.first_child: Ids = np.full(capacity, -1, np.int32)
-        self.next_sibling: Ids = np.full(capacity, -1, np.int32)
+        # A Python array, not numpy: walked one item at a time (a wide node has
+        # thousands of children), where numpy's scalar indexing is 4x slower.
+        self.next_sibling = array("i", [-1])
         self.flags: npt.NDArray[np.uint8] = np.zeros(capacity, np.uint8)
 
     @property
@@ -78,7 +83,7 @@ class TreeStore:
         self.key_id[node] = key_id
         self.depth[node] = self.depth[parent] + 1
         self.flags[node] = flags
-        self.next_sibling[node] = self.first_child[parent]  # written before it is linked
+        self.next_sibling.append(int(self.first_child[parent]))  # before it is linked
         self.first_child[parent] = node
         self._child[slot] = node
         return node
@@ -88,9 +93,7 @@ class TreeStore:
         for name in ("parent", "key_id", "depth", "flags"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
-        for name in ("first_child", "next_sibling"):
-            old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.full_like(old, -1)]))
+        self.first_child = np.concatenate([self.first_child, np.full_like(self.first_child, -1)])
 
     def levels(self) -> list[Ids]:
         """Node ids grouped by depth (index = depth), for bottom-up passes."""
@@ -139,30 +142,37 @@ class LiveTree:
         self_count, total = int(self.self_count[index]), int(self.total[index])
         return LiveNode(self, index, key, self_count, total, "", int(self.flags[index]))
 
-    def children_of(self, index: int) -> tuple[CallNode, ...]:
-        """Children with samples, hottest first, ties by key."""
+    def children_of(self, index: int, min_total: int = 1) -> tuple[CallNode, ...]:
+        """Children with at least ``min_total`` samples, hottest first, ties by key."""
         ids = []
         child = int(self.first_child[index]) if index < self.size else -1
         next_sibling = self.next_sibling
         while child >= 0:
             ids.append(child)
-            child = int(next_sibling[child])
+            child = next_sibling[child]
         if not ids:
             return ()
-        at = np.array(ids)
         keys, sources = self.keys, self.sources
-        ranked = sorted(
-            (-total, keys[key], node, own, flags)
-            for node, total, key, own, flags in zip(
-                ids,
-                self.total[at].tolist(),
-                self.key_id[at].tolist(),
-                self.self_count[at].tolist(),
-                self.flags[at].tolist(),
-                strict=True,
+        if len(ids) <= SMALL:  # item by item beats numpy's per-call overhead here
+            total, key_id, own, flags = self.total, self.key_id, self.self_count, self.flags
+            ranked = sorted(
+                (-total.item(c), keys[key_id.item(c)], c, own.item(c), flags.item(c))
+                for c in ids
+                if total.item(c) >= min_total
             )
-            if total > 0
-        )
+        else:
+            at = np.array(ids)
+            at = at[self.total[at] >= min_total]  # before any per-child Python work
+            ranked = sorted(
+                zip(
+                    (-self.total[at]).tolist(),
+                    [keys[key] for key in self.key_id[at].tolist()],
+                    at.tolist(),
+                    self.self_count[at].tolist(),
+                    self.flags[at].tolist(),
+                    strict=True,
+                )
+            )
         return tuple(
             LiveNode(self, node, key, own, -negative, sources.get(node, ""), flags)
             for negative, key, node, own, flags in ranked
@@ -182,7 +192,7 @@ class Shape:
         key_id: Ids,
         flags: npt.NDArray[np.uint8],
         first_child: Ids,
-        next_sibling: Ids,
+        next_sibling: array[int],
         keys: list[NodeKey],
         key_ids: dict[NodeKey, int],
         sources: dict[int, str],
@@ -204,7 +214,7 @@ class Shape:
             key_id=store.key_id[:size],
             flags=store.flags[:size],
             first_child=store.first_child[:size].copy(),
-            next_sibling=store.next_sibling[:size],
+            next_sibling=store.next_sibling,  # append-only: items below size never change
             keys=store.keys,
             key_ids=store.key_ids,
             sources=store.sources,
@@ -216,7 +226,7 @@ class Shape:
         return self._levels
 
 
-def link_children(parent: Ids) -> tuple[Ids, Ids]:
+def link_children(parent: Ids) -> tuple[Ids, array[int]]:
     """(first_child, next_sibling) for nodes given only their parents (node 0: root)."""
     size = len(parent)
     first_child = np.full(size, -1, np.int32)
@@ -228,7 +238,7 @@ def link_children(parent: Ids) -> tuple[Ids, Ids]:
     starts = np.ones(len(order), np.bool_)
     starts[1:] = ~same
     first_child[ordered_parents[starts]] = order[starts]
-    return first_child, next_sibling
+    return first_child, array("i", next_sibling.tobytes())
 
 
 def depth_levels(depth: npt.NDArray[np.int16]) -> list[Ids]:
@@ -277,80 +287,8 @@ class LiveNode(CallNode):
             kids = self._kids = self._tree.children_of(self._index)
         return kids
 
-
-class StackTable:
-    """Remembered stacks as rows: where each one's node ids and function ids are.
-
-    The ids of all stacks sit one after another in two growing arrays, so the
-    stacks of a tick are gathered with a handful of vectorized operations
-    instead of a Python object each.
-    """
-
-    def __init__(self) -> None:
-        self.size = 0
-        self._rows: npt.NDArray[np.int64] = np.zeros((1024, 6), np.int64)
-        self._nodes = _Runs()
-        self._functions = _Runs()
-
-    def add(self, nodes: list[int], functions: list[int], leaf_function: int) -> int:
-        """A stack's node ids (root first), its functions (each once), its leaf's
-        function (-1: none); returns its row."""
-        row = self.size
-        if row == len(self._rows):
-            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
-        self._rows[row] = (
-            self._nodes.append(nodes), len(nodes),
-            self._functions.append(functions), len(functions),
-            nodes[-1], leaf_function,
-        )  # fmt: skip
-        self.size = row + 1
-        return row
-
-    def gather(self, rows: Counts, counts: Counts) -> Gathered:
-        """Where ``counts`` samples of each stack of ``rows`` go."""
-        table = self._rows[rows]
-        node_lengths, function_lengths = table[:, 1], table[:, 3]
-        framed = table[:, 5] >= 0
-        return Gathered(
-            self._nodes.gather(table[:, 0], node_lengths), np.repeat(counts, node_lengths),
-            self._functions.gather(table[:, 2], function_lengths),
-            np.repeat(counts, function_lengths),
-            table[:, 4], table[framed, 5], counts[framed],
-        )  # fmt: skip
-
-
-class Gathered(NamedTuple):
-    """Ids to add to and what to add: the shape of one scatter-add per counter."""
-
-    nodes: Ids
-    node_counts: Counts
-    functions: Ids
-    function_counts: Counts
-    leaves: Counts
-    leaf_functions: Counts
-    leaf_function_counts: Counts
-
-
-class _Runs:
-    """Runs of ids in one growing array."""
-
-    def __init__(self) -> None:
-        self._ids: Ids = np.zeros(4096, np.int32)
-        self.size = 0
-
-    def append(self, ids: list[int]) -> int:
-        """Store a run; returns where it starts."""
-        start, end = self.size, self.size + len(ids)
-        if end > len(self._ids):
-            grown = np.zeros(max(end, 2 * len(self._ids)), np.int32)
-            grown[:start] = self._ids[:start]
-            self._ids = grown
-        self._ids[start:end] = ids
-        self.size = end
-        return start
-
-    def gather(self, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> Ids:
-        """The runs at ``starts`` (of ``lengths``) one after another."""
-        ends = np.cumsum(lengths)
-        shift = np.repeat(starts - (ends - lengths), lengths)
-        return self._ids[shift + np.arange(int(ends[-1]) if len(ends) else 0)]
+    def children_with(self, min_total: int) -> tuple[CallNode, ...]:
+        """Without making the narrower children (the flame graph skips them)."""
+        if self._kids is not None or min_total <= 1:
+            return super().children_with(min_total)
+        return self._tree.children_of(self._index, min_total)

@@ -293,6 +293,9 @@ def hottest_path_of(tree: CallNode, key: NodeKey) -> NodePath | None:
     Subtrees no hotter than the best occurrence found so far are skipped (an
     occurrence is never hotter than its ancestors), so this is quick.
     """
+    live = live_views.live_root(tree)
+    if live is not None:
+        return live_views.hottest_occurrence(live, key)
     best_count = 0
     best: NodePath | None = None
     stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(tree.children)]
