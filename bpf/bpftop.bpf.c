@@ -78,32 +78,6 @@ static __always_inline int weighted_stack(void *regs, u32 slot, u64 flags) {
     return slot ? wstacks_1.get_stackid(regs, flags) : wstacks.get_stackid(regs, flags);
 }
 
-/* One count for the current thread's (user, kernel) stack. */
-static __always_inline int count_stack(void *regs, int has_kernel_stack, u32 slot) {
-    u32 state = state_for(slot);
-    if (state == MUTED)
-        return 0;
-    u64 id = bpf_get_current_pid_tgid();
-    u32 tgid = id >> 32;
-    if (!is_target(tgid))
-        return 0;
-
-    u32 active = state & 1;
-    struct sample_key key = {.tgid = tgid, .tid = (u32)id};
-    key.kernel_stack_id = NO_STACK_EFAULT; /* a user-mode hit: no kernel stack */
-    if (active) {
-        key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
-        if (has_kernel_stack)
-            key.kernel_stack_id = stacks1.get_stackid(regs, 0);
-    } else {
-        key.user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
-        if (has_kernel_stack)
-            key.kernel_stack_id = stacks0.get_stackid(regs, 0);
-    }
-    add_count((void *)(u64)active, &key);
-    return 0;
-}
-
 static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_ns) {
     struct wvalue zero = {}, *val;
     if (state & 1)
@@ -159,9 +133,11 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
 static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
                                               struct sample_key *key, u32 active);
 
-/* perf events (profile, software, hardware): the user stack may be walked from
- * .eh_frame (unwind_user_stack tail-calls away and counts, unless --unwind fp). */
-static __always_inline int count_perf_sample(struct bpf_perf_event_data *ctx, u32 slot) {
+/* One count for the current thread's (user, kernel) stack. For perf events
+ * (`perf` set: profile, software, hardware) the user stack may be walked from
+ * .eh_frame: unwind_user_stack tail-calls away and counts, unless --unwind fp. */
+static __always_inline int count_stack(void *regs, struct bpf_perf_event_data *perf,
+                                       int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
         return 0;
@@ -169,17 +145,18 @@ static __always_inline int count_perf_sample(struct bpf_perf_event_data *ctx, u3
     u32 tgid = id >> 32;
     if (!is_target(tgid))
         return 0;
+
     u32 active = state & 1;
     struct sample_key key = {.tgid = tgid, .tid = (u32)id};
+    key.kernel_stack_id = NO_STACK_EFAULT; /* a user-mode hit: no kernel stack */
+    if (has_kernel_stack)
+        key.kernel_stack_id = active ? stacks1.get_stackid(regs, 0) : stacks0.get_stackid(regs, 0);
+    if (perf)
+        unwind_user_stack(perf, &key, active);
     if (active)
-        key.kernel_stack_id = stacks1.get_stackid(&ctx->regs, 0);
+        key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
     else
-        key.kernel_stack_id = stacks0.get_stackid(&ctx->regs, 0);
-    unwind_user_stack(ctx, &key, active); /* .eh_frame walk: tail-calls away unless --unwind fp */
-    if (active)
-        key.user_stack_id = stacks1.get_stackid(&ctx->regs, BPF_F_USER_STACK);
-    else
-        key.user_stack_id = stacks0.get_stackid(&ctx->regs, BPF_F_USER_STACK);
+        key.user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
     add_count((void *)(u64)active, &key);
     return 0;
 }
@@ -188,14 +165,14 @@ static __always_inline int count_perf_sample(struct bpf_perf_event_data *ctx, u3
  * on_cpu_sample; uprobes and USDT (user mode: no kernel stack): on_probe_hit;
  * kprobes: on_kprobe_hit; any tracepoint attached by name: on_tracepoint;
  * uretprobe: on_call_entry + on_call_return. */
-int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_perf_sample(ctx, 0); }
-int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_perf_sample(ctx, 1); }
-int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, 0, 0); }
-int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, 0, 1); }
-int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, 1, 0); }
-int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, 1, 1); }
-int on_tracepoint(void *ctx) { return count_stack(ctx, 1, 0); }
-int on_tracepoint_1(void *ctx) { return count_stack(ctx, 1, 1); }
+int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, ctx, 1, 0); }
+int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, ctx, 1, 1); }
+int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 0); }
+int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 1); }
+int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 1, 0); }
+int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, NULL, 1, 1); }
+int on_tracepoint(void *ctx) { return count_stack(ctx, NULL, 1, 0); }
+int on_tracepoint_1(void *ctx) { return count_stack(ctx, NULL, 1, 1); }
 int on_call_entry(struct pt_regs *ctx) { return call_entry(ctx, 0); }
 int on_call_entry_1(struct pt_regs *ctx) { return call_entry(ctx, 1); }
 int on_call_return(struct pt_regs *ctx) { return call_return(ctx, 0); }

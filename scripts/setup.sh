@@ -5,13 +5,18 @@
 #     (BCC's Python bindings come only from Debian), with bpftop installed
 #     editable plus its dev tools
 #   - the C workloads (demo and tests) under build/workloads
+#   - the real consumers the export tests check against: Go's pprof
+#     (golang-go), headless Chromium, and speedscope's npm package (its
+#     file-format schema) under build/node
 # A second run with nothing to do takes a couple of seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ libc6-dbg linux-perf bpftrace)
+APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ libc6-dbg linux-perf golang-go chromium bpftrace)
+# npm may come from another Node.js package than Debian's: only install Debian's if there is none.
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -53,3 +58,12 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 make -s -C tests/workloads OUT="$PWD/build/workloads"
+
+# speedscope's own file-format schema, for the speedscope export test.
+SPEEDSCOPE_VERSION=1.25.0
+schema=build/node/node_modules/speedscope/dist/release/file-format-schema.json
+if [ ! -f "$schema" ] || ! grep -qs "\"version\": \"$SPEEDSCOPE_VERSION\"" build/node/node_modules/speedscope/package.json; then
+    say "installing speedscope $SPEEDSCOPE_VERSION (npm) into build/node"
+    mkdir -p build/node
+    npm install --prefix build/node --no-audit --no-fund --silent "speedscope@$SPEEDSCOPE_VERSION" >/dev/null
+fi

@@ -99,7 +99,9 @@ class BpftopApp(SourceApp):
         export_path: str | Path | None = None,
         export_dir: str | Path | None = None,
         completer: ProbeCompleter | None = None,
+        baseline: Baseline | None = None,
     ) -> None:
+        """``baseline``: compare with it from the start (``bpftop diff``)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
@@ -109,6 +111,7 @@ class BpftopApp(SourceApp):
         self.paused = False
         self.show_source = False
         self.state = ViewState()
+        self.state.baseline = baseline
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_written: Path | None = None
         self.last_derived: Derived | None = None

@@ -26,7 +26,8 @@ from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, Usag
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collector import Collector
-from bpftop.tui.model.folded import write_folded
+from bpftop.tui.model.formats import FORMATS
+from bpftop.tui.model.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.targets import launch_held
 
@@ -95,7 +96,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     live = _Parser(
         prog="bpftop",
         description="Live eBPF stack profiler for one process.",
-        epilog="Headless mode: bpftop record -p PID -d SECONDS -o FILE",
+        epilog="Headless mode: bpftop record -p PID -d SECONDS -o FILE; saved profiles: "
+        "bpftop view FILE, bpftop diff BASE NEW",
     )
     _common(live)
     live.add_argument(
@@ -108,7 +110,9 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
     record = _Parser(
-        prog="bpftop record", description="Sample without a screen; write folded stacks."
+        prog="bpftop record",
+        description="Sample without a screen; write folded stacks, speedscope JSON, "
+        "pprof or an SVG flame graph.",
     )
     _common(record)
     record.add_argument(
@@ -124,7 +128,13 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         type=Path,
         required=True,
         metavar="FILE",
-        help="where to write the folded stacks",
+        help="where to write the profile (format by extension, or --format)",
+    )
+    record.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="output format (default: from the file name: .folded/.txt, .speedscope.json, "
+        ".pb.gz, .svg; else folded)",
     )
     return live, record
 
@@ -134,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[:1] == ["record"]:
             return _record(build_parsers()[1].parse_args(args[1:]))
+        if args[:1] in (["view"], ["diff"]):
+            from bpftop.tui.files_cli import run_file_command
+
+            return run_file_command(args[0], args[1:], _Parser)
         return _live(build_parsers()[0].parse_args(args))
     except BpftopError as err:
         print(f"bpftop: {err}", file=sys.stderr)
@@ -268,10 +282,12 @@ def _record(args: argparse.Namespace) -> int:
     errors: list[BpftopError] = []
     done = threading.Event()
     sampling_since: list[float] = []  # -d counts from the first sample, not from launch
+    started_ns: list[int] = []
 
     def on_snapshot(snap: Snapshot) -> None:
         if snap.phase is Phase.SAMPLING and not sampling_since:
             sampling_since.append(time.monotonic())
+            started_ns.append(time.time_ns())
 
     _on_signals(done.set)
     collector.start(on_snapshot, on_error=errors.append)
@@ -286,29 +302,15 @@ def _record(args: argparse.Namespace) -> int:
         raise errors[0]
     snap = collector.last
     assert snap is not None  # the collector posts before it does anything else
-    _save(snap, args.output)
+    end_ns = time.time_ns()
+    meta = snapshot_meta(
+        snap, frequency_hz=args.frequency, start_ns=started_ns[0] if started_ns else end_ns,
+        end_ns=end_ns, version=VERSION,
+    )  # fmt: skip
+    from bpftop.tui.files_cli import save_recording  # the writers load only when needed
+
+    save_recording(snap, meta, args.output, args.format)
     return 0
-
-
-def _save(snap: Snapshot, path: Path) -> None:
-    stats = snap.stats
-    try:
-        write_folded(snap.tree, path)
-    except OutputError as err:
-        rescue = (
-            Path("/tmp")
-            / f"bpftop-{snap.process.pid if snap.process else 0}-{int(time.time())}.folded"
-        )
-        write_folded(snap.tree, rescue)
-        raise OutputError(
-            f"{err.message}; the profile was saved to {rescue} instead", err.hint
-        ) from None
-    print(
-        f"bpftop: wrote {stats.total_samples} samples to {path} "
-        f"(lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
-        f"failed stack reads {stats.failed_stacks})",
-        file=sys.stderr,
-    )
 
 
 def _check_writable(path: Path) -> None:

@@ -52,14 +52,17 @@ def header_text(
         text.append(" ")
     _append_phase(text, snapshot)
     stats = snapshot.stats
+    saved = snapshot.phase is Phase.SAVED  # from a file: no rate, refresh or cost
     if snapshot.weight_unit:  # uretprobe latency / offcpu: the tree counts time
         seconds = snapshot.tree.total_count / 1e9
         text.append(f"  {seconds:,.3f} s of time in {snapshot.probe_events:,} events ")
     else:
-        text.append(f"  {stats.total_samples:,} samples  {stats.samples_per_s:,.1f}/s ")
-    if rates:
-        text.append(sparkline(rates, 12), "green")
-    text.append("  ")
+        text.append(f"  {stats.total_samples:,} samples  ")
+    if not saved:
+        text.append(f"{stats.samples_per_s:,.1f}/s ")
+        if rates:
+            text.append(sparkline(rates, 12), "green")
+        text.append("  ")
     text.append(f"lost {stats.lost_events:,}", "bold red" if stats.lost_events else "")
     failed = stats.failed_stacks
     text.append(f"  failed {failed:,}", "bold red" if failed else "")
@@ -69,6 +72,10 @@ def header_text(
         text.append(f"  {snapshot.message}", "italic")
     text.append("\nprobe ")
     _append_probes(text, snapshot)
+    if saved:
+        if stats.elapsed_s:
+            text.append(f"  recorded for {stats.elapsed_s:.0f}s")
+        return text
     text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
     _append_overhead(text, snapshot)
     return text
@@ -95,8 +102,11 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
         text.append("waiting for process information")
         return
     text.append(proc.name, "bold cyan")
-    text.append(f"  pid {proc.pid}  ")
-    text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+    if snapshot.phase is not Phase.SAVED:
+        text.append(f"  pid {proc.pid}  ")
+        text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+    else:  # a saved profile: no live process, and maybe no pid (folded files have none)
+        text.append(f"  pid {proc.pid}  " if proc.pid else "  ")
     text.append(f"threads {proc.num_threads}  ")
     text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
 

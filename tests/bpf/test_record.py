@@ -77,21 +77,37 @@ def test_kernel_frames_follow_user_frames(workloads: Path, tmp_path: Path) -> No
     assert any("write" in f for f in kernel_names), sorted(kernel_names)[:20]
 
 
+def sampling(pid: int) -> bool:
+    """Has process ``pid`` attached a perf event (bpftop's sampler is running)?"""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        links = [str(fd.readlink()) for fd in fds.iterdir()]
+    except OSError:
+        return False
+    return any("perf_event" in link for link in links)
+
+
 def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
-    # Started held (-- COMMAND) so a slow compile on a busy machine cannot
-    # outlast it; it runs 4 s, well short of -d 30.
+    target = subprocess.Popen([str(workloads / "split"), "120"])
     out = tmp_path / "exit.folded"
-    started = time.monotonic()
-    command = [str(workloads / "split"), "4"]
-    result = subprocess.run(
-        [str(BPFTOP), "record", "-o", str(out), "-F", "199", "-d", "30", "--", *command],
-        capture_output=True,
+    recorder = subprocess.Popen(
+        [str(BPFTOP), "record", "-p", str(target.pid), "-o", str(out), "-F", "199", "-d", "60"],
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
     )
-    elapsed = time.monotonic() - started
-    assert result.returncode == 0, result.stderr
-    assert elapsed < 25, "record stops when the process exits"
+    try:
+        deadline = time.monotonic() + 60  # the compile takes 3-10 s, more on a busy machine
+        while not sampling(recorder.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sampling(recorder.pid), "record never attached its perf events"
+        time.sleep(1.5)
+    finally:
+        target.kill()
+        target.wait()
+    killed = time.monotonic()
+    _, stderr = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0, stderr
+    assert time.monotonic() - killed < 10, "record stops when the process exits, not at -d 60"
     stacks = parse_folded(out)
     assert sum(stacks.values()) > 0
     assert any(s[-1] == "hot_a" for s in stacks), "symbols survive the process's exit"

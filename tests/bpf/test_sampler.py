@@ -94,7 +94,7 @@ def test_stack_maps_do_not_fill_over_many_ticks(workloads: Path) -> None:
 
 def test_exit_event_of_the_main_thread(workloads: Path) -> None:
     with CpuSampler(99) as sampler:
-        sampler.load()  # first: a compile may outlast a short workload on a busy machine
+        sampler.load()  # compile first: on a busy machine it can outlast a short target
         target = subprocess.Popen([str(workloads / "split"), "2"])
         sampler.set_targets([target.pid])
         sampler.start()

@@ -8,13 +8,11 @@ breaks become spaces.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from typing import IO
 
-from bpftop.bpf.errors import OutputError
+from bpftop.tui.model.atomic import atomic_write
 from bpftop.tui.model.snapshot import CallNode
 
 KERNEL_SUFFIX = "_[k]"
@@ -73,27 +71,13 @@ def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
     Raises ``OutputError`` when the file cannot be written; then nothing
     (not even a partial temp file) is left behind.
     """
-    target = Path(path)
-    directory = target.parent
-    tmp_name: str | None = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-        lines = 0
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            for line in folded_lines(tree):
-                out.write(line + "\n")
-                lines += 1
-        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; folded files are not secret
-        os.replace(tmp_name, target)
-        tmp_name = None
-        return lines
-    except OSError as err:
-        reason = err.strerror or str(err)
-        raise OutputError(
-            f"cannot write {target}: {reason}",
-            "choose a writable file or directory for the output",
-        ) from err
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+    lines = 0
+
+    def fill(out: IO[bytes]) -> None:
+        nonlocal lines
+        for line in folded_lines(tree):
+            out.write(f"{line}\n".encode())
+            lines += 1
+
+    atomic_write(path, fill)
+    return lines

@@ -30,6 +30,7 @@ class Phase(StrEnum):
     COMPILING = "compiling BPF program…"
     SAMPLING = "sampling"
     EXITED = "process exited"
+    SAVED = "saved profile"
 
 
 @dataclass(frozen=True, slots=True)

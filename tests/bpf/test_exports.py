@@ -1,0 +1,117 @@
+"""Real recordings exported in every format, read back, and opened by the real consumers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from bpftop.bpf.program import CpuSampler
+from bpftop.symbols.disk_cache import read_build_id
+from bpftop.tui.collector import Collector
+from bpftop.tui.model.folded import folded_lines
+from bpftop.tui.model.profile_io import read_saved, write_saved
+from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree, to_profile
+from bpftop.tui.model.snapshot import Snapshot
+from tests.bpf.test_record import record
+from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema
+from tests.exports.test_consumers import expected_names, frame_box
+
+EXTENSIONS = {"folded": ".folded", "speedscope": ".speedscope.json", "pprof": ".pb.gz"}
+
+
+@pytest.fixture(scope="module")
+def recorded(workloads: Path) -> Iterator[SavedProfile]:
+    """About two seconds of the split workload at 299 Hz, collected in-process."""
+    target = subprocess.Popen([str(workloads / "split"), "60"])
+    collector = Collector(target.pid, CpuSampler(299), interval_s=0.5)
+    snaps: list[Snapshot] = []
+    errors: list[Exception] = []
+    collector.start(snaps.append, on_error=errors.append)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not errors:
+            if snaps and snaps[-1].tree.total_count >= 500:
+                break
+            time.sleep(0.1)
+    finally:
+        collector.stop()
+        target.kill()
+        target.wait()
+    assert not errors, errors
+    snap = collector.last
+    assert snap is not None and snap.tree.total_count >= 500, "too few samples"
+    meta = ProfileMeta(command="split 60", pids=(target.pid,), probe=snap.stats.probe,
+                       frequency_hz=299, samples=snap.tree.total_count, version="test")  # fmt: skip
+    yield from_tree(snap.tree, meta)
+
+
+@pytest.mark.parametrize("fmt", sorted(EXTENSIONS))
+def test_recording_round_trips_through_every_format(
+    recorded: SavedProfile, fmt: str, tmp_path: Path
+) -> None:
+    path = tmp_path / f"split{EXTENSIONS[fmt]}"
+    write_saved(recorded, path, fmt)
+    back = read_saved(path)
+    assert back.skipped == 0
+    assert back.total == recorded.total >= 500
+    want = sorted(folded_lines(to_profile(recorded).tree()))
+    assert sorted(folded_lines(to_profile(back).tree())) == want
+    if fmt != "folded":
+        assert back.stacks == recorded.stacks  # modules, kinds, sources too
+        assert back.meta == recorded.meta
+    hot = {h.label for h in to_profile(back).hot_functions(3)}
+    assert hot == {"hot_a", "hot_b", "hot_c"}
+
+
+def test_recording_opens_in_speedscope_schema_go_pprof_and_chromium(
+    recorded: SavedProfile, tmp_path: Path
+) -> None:
+    speedscope = tmp_path / "split.speedscope.json"
+    write_saved(recorded, speedscope, "speedscope")
+    jsonschema.validate(json.loads(speedscope.read_text()), speedscope_schema())
+    pprof = tmp_path / "split.pb.gz"
+    write_saved(recorded, pprof, "pprof")
+    stacks, _ = go_pprof_raw(pprof)
+    assert dict(stacks) == expected_names(recorded)
+    svg = tmp_path / "split.svg"
+    write_saved(recorded, svg, "svg")
+    browser = Chromium()
+    try:
+        browser.call("Page.enable")
+        browser.call("Page.navigate", url=svg.as_uri())
+        browser.wait_event("Page.loadEventFired")
+        box = frame_box(browser, "hot_a")
+        browser.mouse("mousePressed", box["x"], box["y"])
+        browser.mouse("mouseReleased", box["x"], box["y"])
+        assert browser.js("document.documentElement.getAttribute('data-zoom')") == "hot_a"
+        assert frame_box(browser, "hot_a")["w"] == pytest.approx(1200, abs=1)
+    finally:
+        browser.close()
+
+
+def test_record_writes_pprof_with_build_ids(workloads: Path, tmp_path: Path) -> None:
+    target = subprocess.Popen([str(workloads / "split"), "30"])
+    try:
+        out = tmp_path / "split.pb.gz"
+        result = record(target.pid, out, "-F", "199", "-d", "2")
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    written = re.search(r"wrote (\d+) samples .*\(pprof;", result.stderr)
+    assert written, result.stderr
+    stacks, text = go_pprof_raw(out)
+    assert sum(stacks.values()) == int(written.group(1)) > 100
+    with open(workloads / "split", "rb") as stream:
+        build_id = read_build_id(stream)
+    assert build_id and f"{workloads / 'split'} {build_id}" in text
+    assert f"Comment: pids={target.pid}" in text and "Comment: frequency_hz=199" in text
+    saved = read_saved(out)
+    assert saved.meta.end_ns > saved.meta.start_ns > 0

@@ -1,0 +1,119 @@
+"""Our exports opened by the tools people use: speedscope's schema, Go's pprof, Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from bpftop.tui.model.profile_io import write_saved
+from bpftop.tui.model.saved import SavedProfile, from_tree
+from tests.exports.consumers import ROOT, Chromium, go_pprof_raw, speedscope_schema
+from tests.model.test_saved import META, sample_profile
+
+
+def saved() -> SavedProfile:
+    return from_tree(sample_profile().tree(), META)
+
+
+def test_speedscope_export_matches_speedscopes_own_schema(tmp_path: Path) -> None:
+    path = tmp_path / "p.speedscope.json"
+    write_saved(saved(), path, "speedscope")
+    schema = speedscope_schema()
+    jsonschema.Draft7Validator.check_schema(schema)
+    jsonschema.validate(json.loads(path.read_text()), schema)
+    broken = json.loads(path.read_text())
+    del broken["profiles"][0]["weights"]
+    with pytest.raises(jsonschema.ValidationError):  # the schema really checks profiles
+        jsonschema.validate(broken, schema)
+
+
+def expected_names(profile: SavedProfile) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    for stack in profile.stacks:
+        key = tuple(f.name for f in stack.frames)
+        out[key] = out.get(key, 0) + stack.count
+    return out
+
+
+def test_go_pprof_reads_stacks_counts_and_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "p.pb.gz"
+    profile = saved()
+    write_saved(profile, path, "pprof", {"/bin/app": "00aa11bb"})
+    stacks, text = go_pprof_raw(path)
+    assert dict(stacks) == expected_names(profile)
+    assert "PeriodType: cpu nanoseconds" in text
+    assert "Comment: probe=cpu-clock 99 Hz" in text and "Comment: lost_events=1" in text
+    assert "thread:[helper]" in text and "kernel_frames:[1]" in text
+    assert "/bin/app 00aa11bb" in text  # the mapping's build-id
+
+
+@pytest.fixture
+def chromium() -> Iterator[Chromium]:
+    browser = Chromium()
+    yield browser
+    browser.close()
+
+
+def frame_box(browser: Chromium, name: str) -> dict[str, float]:
+    box: dict[str, float] = browser.js(
+        f"(() => {{ const g = [...document.querySelectorAll('g.f')]"
+        f".find(g => g.dataset.n === {json.dumps(name)}); const r = g.querySelector('rect')"
+        ".getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2, "
+        "w: r.width}; })()"
+    )
+    return box
+
+
+def test_chromium_hovers_zooms_and_searches_the_svg(tmp_path: Path, chromium: Chromium) -> None:
+    path = tmp_path / "p.svg"
+    write_saved(saved(), path, "svg")
+    chromium.call("Page.enable")
+    chromium.call("Page.navigate", url=path.as_uri())
+    chromium.wait_event("Page.loadEventFired")
+    assert chromium.js("document.querySelectorAll('g.f').length") == 9
+    run = frame_box(chromium, "run")
+    assert 0 < run["w"] < 1200 * 0.8  # 9 of 12 samples
+    chromium.mouse("mouseMoved", run["x"], run["y"])
+    details = chromium.js("document.getElementById('details').textContent")
+    assert details.startswith("run in /bin/app (user): 9 samples, 75.00%"), details
+    chromium.mouse("mousePressed", run["x"], run["y"])
+    chromium.mouse("mouseReleased", run["x"], run["y"])
+    assert chromium.js("document.documentElement.getAttribute('data-zoom')") == "run"
+    assert frame_box(chromium, "run")["w"] == pytest.approx(1200, abs=1)  # zoomed to full width
+    hidden = "[...document.querySelectorAll('g.f')].filter(g => g.style.display === 'none')"
+    hidden_names = ["helper", "libx.so+0x1a2b", "main"]  # the other group, run's sibling
+    assert chromium.js(f"{hidden}.map(g => g.dataset.n).sort()") == hidden_names
+    # Search through the page's own button and prompt, as a person would.
+    search = chromium.js(
+        "(() => { const r = document.getElementById('search').getBoundingClientRect(); "
+        "return {x: r.x + r.width / 2, y: r.y + r.height / 2}; })()"
+    )
+    chromium.mouse("mousePressed", search["x"], search["y"])
+    released = chromium.mouse("mouseReleased", search["x"], search["y"], wait=False)
+    assert chromium.wait_event("Page.javascriptDialogOpening")["params"]["type"] == "prompt"
+    chromium.call("Page.handleJavaScriptDialog", accept=True, promptText="^(fast|do_sys)")
+    chromium.reply(released)
+    assert chromium.js("document.documentElement.getAttribute('data-matched')") == "8"
+    assert chromium.js("document.getElementById('matched').textContent") == "matched 66.7%"
+
+
+def test_generated_protobuf_code_matches_our_profile_proto(tmp_path: Path) -> None:
+    """profile_pb2.py/.pyi are what protoc makes of profile.proto (scripts/gen_proto.sh)."""
+    folder = ROOT / "tui" / "model" / "pprof"
+    shutil.copy(folder / "profile.proto", tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", "-I.", "--python_out=.", "--pyi_out=.",
+         "profile.proto"], cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("profile_pb2.py", "profile_pb2.pyi"):
+        assert (tmp_path / name).read_text() == (folder / name).read_text(), (
+            f"{name} is stale: run scripts/gen_proto.sh"
+        )

@@ -1,0 +1,163 @@
+"""The file side of the CLI: saving a recording, ``bpftop view`` and ``bpftop diff``.
+
+``save_recording`` writes what ``record`` collected in the chosen format
+(a file that cannot be written where asked is saved under /tmp instead).
+``view FILE`` opens the live TUI on a saved profile; ``diff BASE NEW`` opens
+it on NEW with BASE as the baseline, or with ``--folded`` prints the
+two-count folded lines of flamegraph.pl's difference graphs. Neither needs
+root: nothing here touches the kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from bpftop.bpf.errors import OutputError
+from bpftop.symbols.disk_cache import read_build_id
+from bpftop.tui.model.formats import SUFFIXES, format_for
+from bpftop.tui.model.profile_io import LoadedTree, load_tree, read_saved, write_saved
+from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree
+from bpftop.tui.model.saved_folded import diff_lines
+from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.views import hot_from_tree
+
+
+def build_ids(modules: Iterable[str]) -> dict[str, str]:
+    """The GNU build-id of each module that is a readable ELF file."""
+    found = {}
+    for module in set(modules):
+        if not module.startswith("/"):
+            continue
+        try:
+            with open(module, "rb") as stream:
+                build_id = read_build_id(stream)
+        except OSError:
+            continue
+        if build_id:
+            found[module] = build_id
+    return found
+
+
+def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | None) -> None:
+    """Write the recording; if ``path`` cannot be written, save to /tmp and say where."""
+    chosen = format_for(path, fmt)
+    saved = from_tree(snap.tree, meta)
+    ids = build_ids(f.module for s in saved.stacks for f in s.frames) if chosen == "pprof" else {}
+    try:
+        write_saved(saved, path, chosen, ids)
+    except OutputError as err:
+        pid = meta.pids[0] if meta.pids else 0
+        rescue = Path("/tmp") / f"bpftop-{pid}-{int(time.time())}{SUFFIXES[chosen]}"
+        write_saved(saved, rescue, chosen, ids)
+        raise OutputError(
+            f"{err.message}; the profile was saved to {rescue} instead", err.hint
+        ) from None
+    stats = snap.stats
+    print(
+        f"bpftop: wrote {stats.total_samples} samples to {path} ({chosen}; "
+        f"lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
+        f"failed stack reads {stats.failed_stacks})",
+        file=sys.stderr,
+    )
+
+
+def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
+    """A snapshot showing a saved profile (phase SAVED, no live process)."""
+    meta, tree = loaded.meta, loaded.tree
+    stats = CollectionStats(
+        probe=meta.probe or "unknown probe",
+        elapsed_s=meta.duration_ns / 1e9,
+        total_samples=tree.total_count,
+        lost_events=meta.lost_events,
+        dropped_samples=meta.dropped_samples,
+    )
+    groups = [group.label for group in tree.children]
+    process = ProcessInfo(
+        pid=meta.pids[0] if meta.pids else 0,
+        name=groups[0] if len(groups) == 1 else f"{len(groups)} groups",
+        cmdline=meta.command, cpu_percent=0.0, rss_bytes=0, num_threads=len(groups),
+        alive=False,
+    )  # fmt: skip
+    note = f"{path.name}"
+    if loaded.skipped:
+        note += f": {loaded.skipped:,} unreadable lines/samples skipped"
+    return Snapshot(
+        seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
+        hot=hot_from_tree(tree, limit=500), message=note,
+    )  # fmt: skip
+
+
+def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
+    """The call tree (or with ``stacks`` every stack) of a saved profile."""
+    from bpftop.tui.cli import tune_gc
+
+    tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
+    loaded = read_saved(path) if stacks else load_tree(path)
+    if loaded.skipped:
+        print(f"bpftop: {path}: skipped {loaded.skipped:,} unreadable lines/samples",
+              file=sys.stderr)  # fmt: skip
+    return loaded
+
+
+def view(args: argparse.Namespace) -> int:
+    """``bpftop view FILE``: the TUI on a saved profile."""
+    loaded = _load(args.file)
+    assert isinstance(loaded, LoadedTree)
+    return _run_app(saved_snapshot(loaded, args.file), None)
+
+
+def diff(args: argparse.Namespace) -> int:
+    """``bpftop diff BASE NEW``: the baseline-diff view, or ``--folded`` text."""
+    base, new = _load(args.base, args.folded), _load(args.new, args.folded)
+    if isinstance(base, SavedProfile) and isinstance(new, SavedProfile):
+        out = sys.stdout
+        for line in diff_lines(base, new):
+            out.write(line + "\n")
+        out.flush()
+        return 0
+    assert isinstance(base, LoadedTree) and isinstance(new, LoadedTree)
+    return _run_app(saved_snapshot(new, args.new), saved_snapshot(base, args.base))
+
+
+def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
+    from bpftop.tui.app import BpftopApp
+    from bpftop.tui.model.baseline import Baseline
+    from bpftop.tui.static_source import StaticSource
+    from bpftop.tui.terminal import terminal_driver
+
+    baseline = Baseline(base.tree, base.hot) if base is not None else None
+    app = BpftopApp(StaticSource(snap), baseline=baseline)
+    with terminal_driver() as driver:
+        app.driver_class = driver
+        app.run()
+    return 0
+
+
+def file_parsers(parser_class: type[argparse.ArgumentParser]) -> dict[str, argparse.ArgumentParser]:
+    """The ``view`` and ``diff`` sub-command parsers."""
+    view_parser = parser_class(
+        prog="bpftop view", description="Open a saved profile (folded, speedscope, pprof)."
+    )
+    view_parser.add_argument("file", type=Path, metavar="FILE")
+    diff_parser = parser_class(
+        prog="bpftop diff", description="Compare two saved profiles: NEW against BASE."
+    )
+    diff_parser.add_argument("base", type=Path, metavar="BASE")
+    diff_parser.add_argument("new", type=Path, metavar="NEW")
+    diff_parser.add_argument(
+        "--folded",
+        action="store_true",
+        help="print 'stack BASE_COUNT NEW_COUNT' lines (flamegraph.pl difference graphs)",
+    )
+    return {"view": view_parser, "diff": diff_parser}
+
+
+def run_file_command(
+    name: str, argv: Sequence[str], parser_class: type[argparse.ArgumentParser]
+) -> int:
+    args = file_parsers(parser_class)[name].parse_args(argv)
+    return view(args) if name == "view" else diff(args)

@@ -1,0 +1,143 @@
+"""pprof's profile.proto to and from a ``SavedProfile``.
+
+``profile.proto`` here is written from the format's documentation;
+``profile_pb2`` is generated from it (``scripts/gen_proto.sh``) and kept in
+the repository, so an installed bpftop needs the ``protobuf`` runtime only.
+
+What goes where: sample types ``samples/count`` and, with a known
+frequency, ``cpu/nanoseconds`` (period 1e9/Hz); one mapping per module with
+its build-id when the caller knows it; one function per named frame
+(``system_name`` empty for a frame that could not be named); one location
+per physical frame, whose lines hold the frames DWARF inlined into it
+(caller last). Per sample, a ``thread`` label names the stack's group and a
+numeric ``kernel_frames`` label says how many leaf-most locations are kernel
+frames. The metadata goes into comments as ``name=value``.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Mapping
+
+from google.protobuf.message import DecodeError
+
+from bpftop.tui.model.pprof import profile_pb2 as pb
+from bpftop.tui.model.saved import SavedFrame, SavedProfile
+
+THREAD_LABEL = "thread"
+KERNEL_LABEL = "kernel_frames"
+
+
+class PprofError(ValueError):
+    """The bytes are not a pprof profile bpftop can read."""
+
+
+class _Strings:
+    def __init__(self, table: pb.Profile) -> None:
+        self._table = table
+        self._index: dict[str, int] = {}
+        self.of("")
+
+    def of(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self._index)
+            self._table.string_table.append(text)
+        return found
+
+
+def _runs(frames: tuple[SavedFrame, ...]) -> list[tuple[SavedFrame, ...]]:
+    """Root-first frames cut into physical frames: each with the frames inlined into it."""
+    runs: list[list[SavedFrame]] = []
+    for frame in frames:
+        if frame.inlined and runs and runs[-1][0].kernel == frame.kernel:
+            runs[-1].append(frame)
+        else:
+            runs.append([frame])
+    return [tuple(run) for run in runs]
+
+
+class _Writer:
+    def __init__(self, build_ids: Mapping[str, str]) -> None:
+        self.out = pb.Profile()
+        self.strings = _Strings(self.out)
+        self.build_ids = build_ids
+        self.mappings: dict[str, int] = {}
+        self.functions: dict[tuple[str, str, bool], int] = {}
+        self.locations: dict[tuple[SavedFrame, ...], int] = {}
+
+    def mapping(self, module: str) -> int:
+        found = self.mappings.get(module)
+        if found is None:
+            found = self.mappings[module] = len(self.mappings) + 1
+            self.out.mapping.add(
+                id=found, filename=self.strings.of(module),
+                build_id=self.strings.of(self.build_ids.get(module, "")),
+                has_functions=True, has_filenames=True, has_line_numbers=True,
+                has_inline_frames=True,
+            )  # fmt: skip
+        return found
+
+    def function(self, frame: SavedFrame) -> int:
+        key = (frame.name, frame.file, frame.unresolved)
+        found = self.functions.get(key)
+        if found is None:
+            found = self.functions[key] = len(self.functions) + 1
+            name = self.strings.of(frame.name)
+            self.out.function.add(
+                id=found, name=name, system_name=0 if frame.unresolved else name,
+                filename=self.strings.of(frame.file),
+            )  # fmt: skip
+        return found
+
+    def location(self, run: tuple[SavedFrame, ...]) -> int:
+        found = self.locations.get(run)
+        if found is None:
+            found = self.locations[run] = len(self.locations) + 1
+            location = self.out.location.add(id=found)
+            if run[0].module:
+                location.mapping_id = self.mapping(run[0].module)
+            for frame in reversed(run):
+                location.line.add(function_id=self.function(frame), line=frame.line)
+        return found
+
+
+def to_pprof(saved: SavedProfile, build_ids: Mapping[str, str] | None = None) -> bytes:
+    """The gzip-compressed profile (``.pb.gz``)."""
+    writer = _Writer(build_ids or {})
+    out, strings, meta = writer.out, writer.strings, saved.meta
+    period_ns = 1_000_000_000 // meta.frequency_hz if meta.frequency_hz > 0 else 0
+    out.sample_type.add(type=strings.of("samples"), unit=strings.of("count"))
+    if period_ns:
+        out.sample_type.add(type=strings.of("cpu"), unit=strings.of("nanoseconds"))
+        out.period_type.type, out.period_type.unit = strings.of("cpu"), strings.of("nanoseconds")
+        out.period = period_ns
+    else:
+        out.period_type.type, out.period_type.unit = strings.of("samples"), strings.of("count")
+        out.period = 1
+    out.time_nanos, out.duration_nanos = meta.start_ns, meta.duration_ns
+    thread_key, kernel_key = strings.of(THREAD_LABEL), strings.of(KERNEL_LABEL)
+    for stack in saved.stacks:
+        runs = _runs(stack.frames)
+        sample = out.sample.add(location_id=[writer.location(run) for run in reversed(runs)])
+        sample.value.append(stack.count)
+        if period_ns:
+            sample.value.append(stack.count * period_ns)
+        sample.label.add(key=thread_key, str=strings.of(stack.thread))
+        kernel = sum(1 for run in runs if run[0].kernel)
+        if kernel:
+            sample.label.add(key=kernel_key, num=kernel)
+    out.comment.extend(strings.of(f"{name}={text}") for name, text in meta.items())
+    return gzip.compress(out.SerializeToString(), mtime=0)
+
+
+def parse_pprof(data: bytes) -> pb.Profile:
+    """Decode (gunzipped) profile bytes; a clear ``PprofError`` when they are not one."""
+    out = pb.Profile()
+    try:
+        out.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as err:
+        raise PprofError(f"not a pprof profile ({err})") from None
+    if not out.string_table or out.string_table[0] != "":
+        raise PprofError("not a pprof profile (its string table does not start with '')")
+    return out

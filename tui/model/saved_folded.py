@@ -1,0 +1,74 @@
+"""Folded stacks to and from a ``SavedProfile``, and the differential form.
+
+Folded text carries no metadata and no modules: a line is
+``group;outermost;...;leaf COUNT`` (``tui.model.folded`` defines it), so a
+read-back frame knows its label and whether it is a kernel frame (``_[k]``).
+``diff_lines`` writes the two-count lines flamegraph.pl's difference graphs
+read: ``stack BASE_COUNT NEW_COUNT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bpftop.tui.model.folded import KERNEL_SUFFIX
+from bpftop.tui.model.folded_tree import parse_folded
+from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+
+_SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
+
+
+def frame_text(frame: SavedFrame) -> str:
+    """The frame between semicolons, as ``folded.folded_label`` spells a node."""
+    label = frame.name.translate(_SANITIZE) or "[unknown]"
+    return label + KERNEL_SUFFIX if frame.kernel else label
+
+
+def stack_text(stack: SavedStack) -> str:
+    """``group;outermost;...;leaf`` without the count."""
+    group = stack.thread.translate(_SANITIZE) or "[unknown]"
+    return ";".join([group, *map(frame_text, stack.frames)])
+
+
+def saved_lines(saved: SavedProfile) -> Iterator[str]:
+    """One folded line per stack, in the profile's order."""
+    for stack in saved.stacks:
+        yield f"{stack_text(stack)} {stack.count}"
+
+
+class _Frames(dict[str, SavedFrame]):
+    """Frame text -> its ``SavedFrame``, made once per distinct text."""
+
+    def __missing__(self, text: str) -> SavedFrame:
+        kernel = text.endswith(KERNEL_SUFFIX) and len(text) > len(KERNEL_SUFFIX)
+        frame = self[text] = SavedFrame(text[: -len(KERNEL_SUFFIX)] if kernel else text,
+                                        kernel=kernel)  # fmt: skip
+        return frame
+
+
+def from_folded(text: str) -> SavedProfile:
+    """Parse folded text; lines without a count are counted in ``skipped``."""
+    counts, skipped = parse_folded(text)
+    frame = _Frames().__getitem__
+    stacks = []
+    for stack, count in counts.items():
+        names = stack.split(";")
+        stacks.append(SavedStack(names[0], tuple(map(frame, names[1:])), count))
+    return SavedProfile(ProfileMeta(), tuple(stacks), skipped)
+
+
+def diff_lines(base: SavedProfile, new: SavedProfile) -> Iterator[str]:
+    """``stack BASE NEW`` for every stack in either profile (absent: 0), new's order first."""
+    before: dict[str, int] = {}
+    for stack in base.stacks:
+        text = stack_text(stack)
+        before[text] = before.get(text, 0) + stack.count
+    after: dict[str, int] = {}
+    for stack in new.stacks:
+        text = stack_text(stack)
+        after[text] = after.get(text, 0) + stack.count
+    for text, count in after.items():
+        yield f"{text} {before.get(text, 0)} {count}"
+    for text, count in before.items():
+        if text not in after:
+            yield f"{text} {count} 0"
