@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,6 @@ from bpftop.bpf.program import CpuSampler
 from bpftop.tui.app import BpftopApp
 from bpftop.tui.collector import Collector
 from bpftop.tui.model.snapshot import Phase, Snapshot
-from bpftop.tui.targets import launch_held
 
 
 async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s: float) -> Snapshot:
@@ -24,10 +24,9 @@ async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s:
 
 
 async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads: Path) -> None:
-    # Held until the probes are attached: a slow compile cannot outlast it.
-    target = launch_held([str(workloads / "split"), "6"])
+    target = subprocess.Popen([str(workloads / "split"), "120"])  # ended below, once seen
     sampler = CpuSampler(199)
-    app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5, launched=target))
+    app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5))
     try:
         async with app.run_test(size=(120, 36)):
             first = await wait_for(app, lambda s: True, 5)
@@ -40,6 +39,7 @@ async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads
             assert maps["stacks"].kind == "stack_trace" and maps["targets"].used == 1
             # The overhead meter sees our program run about 199 times a second per busy CPU.
             assert live.overhead.bpf_runs_per_s > 100 and live.overhead.bpf_run_ns_per_s > 0
+            target.terminate()
             target.wait(timeout=20)
             done = await wait_for(app, lambda s: s.phase is Phase.EXITED, 10)
             assert done.process is not None and not done.process.alive
