@@ -186,7 +186,10 @@ class BpftopApp(SourceApp):
         derived = self._derived()
         if derived is not None:
             visible = self.view_id == "top"
-            self.hot_table.update_hot(derived.hot, derived.tree.total_count, fill=visible)
+            unit = snapshot.weight_unit
+            self.hot_table.update_hot(
+                derived.hot, derived.tree.total_count, fill=visible, unit=unit
+            )
         self.render_view()
 
     def _derived(self) -> Derived | None:
@@ -231,7 +234,8 @@ class BpftopApp(SourceApp):
             self.hot_table.set_baseline(self.state.baseline)
             self.hot_table.set_options(match=match, show_source=self.show_source)
             if derived is not None:
-                self.hot_table.update_hot(derived.hot, tree.total_count)
+                unit = self.shown.weight_unit if self.shown is not None else ""
+                self.hot_table.update_hot(derived.hot, tree.total_count, unit=unit)
         elif view == "tree":
             self._set_tree_baseline()
             self.tree_view.set_placeholder(placeholder_text(self.shown))

@@ -31,6 +31,16 @@ def fn_key(fn: HotFunction) -> NodeKey:
     return (fn.label, fn.module, fn.kernel)
 
 
+def format_amount(count: int, unit: str) -> str:
+    """A self count as shown: samples as they are, nanoseconds (time probes) scaled."""
+    if unit != "ns":
+        return f"{count:,}"
+    for scale, suffix in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+        if count >= scale:
+            return f"{count / scale:.3g} {suffix}"
+    return f"{count} ns"
+
+
 class HotTable(RowsView):
     """Functions by the chosen column."""
 
@@ -61,6 +71,7 @@ class HotTable(RowsView):
         self.match: Match | None = None
         self.show_source = False
         self.baseline: Baseline | None = None
+        self.unit = ""  # "ns": a time probe (uretprobe latency, offcpu)
 
     # -- data -----------------------------------------------------------------
     @property
@@ -81,8 +92,14 @@ class HotTable(RowsView):
         titles = (*(title for title, _ in COLUMNS), "")
         return titles + tuple(t for t, _ in DELTA_COLUMNS) if self.baseline else titles
 
-    def update_hot(self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True) -> None:
-        """New data (trends tracked every tick); re-sorted only when ``fill``."""
+    def update_hot(
+        self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True, unit: str = ""
+    ) -> None:
+        """New data (trends tracked every tick); re-sorted only when ``fill``.
+        ``unit`` "ns": the counts are time, shown in a time column."""
+        if unit != self.unit:
+            self.unit = unit
+            self.refresh()
         if hot is not self._hot or total != self._total:
             denom = max(1, total)
             shares = {fn_key(f): 100 * f.self_count / denom for f in hot}
@@ -174,9 +191,11 @@ class HotTable(RowsView):
 
     def header_text(self, line: int, width: int) -> Text:
         arrow = "▼" if self.descending else "▲"
+        names = [title for title, _ in COLUMNS]
+        names[2] = "time" if self.unit == "ns" else names[2]
         titles = [
             f"{title}{arrow}" if key == self.sort_column else title
-            for (title, _), key in zip(COLUMNS, HOT_COLUMNS, strict=True)
+            for title, key in zip(names, HOT_COLUMNS, strict=True)
         ]
         titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
         cells = [Text(t) for t in titles]
@@ -213,7 +232,7 @@ class HotTable(RowsView):
         cells = [
             Text(f"{100 * fn.self_count / denom:6.1f}"),
             Text(f"{100 * fn.total_count / denom:6.1f}"),
-            Text(f"{fn.self_count:,}"),
+            Text(format_amount(fn.self_count, self.unit)),
             label,
             Text().append(module_name(fn.module), self.style_of("rows--module")),
             Text(marker, style=TREND_STYLES.get(marker, "")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from bpftop.bpf.errors import BpftopError, PermissionsError
@@ -332,3 +333,15 @@ async def test_threaded_source_delivery_coalesces_to_latest() -> None:
         await pilot.pause()
         assert app.shown is not None and app.shown.seq == 50
     assert source.stop_calls == 1 and source.stopped
+
+
+async def test_top_shows_time_for_time_probes() -> None:
+    ns = [(["main", "wait_lock"], 2_500_000_000), (["main", "read_disk"], 40_000_000)]
+    snap = dataclasses.replace(snapshot_of(ns), weight_unit="ns")
+    app = BpftopApp(FakeSource([snap]), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("1")
+        table = app.hot_table
+        assert "time" in table.header_text(0, 120).plain
+        assert [table.row_texts(i)[2] for i in range(2)] == ["2.5 s", "40 ms"]
