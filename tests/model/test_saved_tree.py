@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpftop.tui.model.folded_tree import folded_tree, parse_folded
+from bpftop.tui.model.folded_tree import folded_tree, parse_lines
 from bpftop.tui.model.saved import from_tree, to_profile
 from bpftop.tui.model.saved_folded import from_folded
 from bpftop.tui.model.saved_tree import build_tree
@@ -33,9 +33,9 @@ def test_build_tree_equals_profile_tree_with_modules_sources_and_kinds() -> None
 def test_folded_tree_equals_profile_tree(stacks: list[tuple[list[str], int]]) -> None:
     text = "".join(f"{';'.join(['app', *names])} {count}\n" for names, count in stacks)
     text += "no count here\n\n"
-    counts, skipped = parse_folded(text)
+    found, skipped = parse_lines(text)
     saved = from_folded(text)
     assert skipped == saved.skipped == 1
     expected = to_profile(saved).tree()
-    assert folded_tree(counts) == expected
+    assert folded_tree(found) == expected
     assert build_tree(saved) == expected
