@@ -31,6 +31,9 @@ _CHUNK = 50_000
 def parse_lines(text: str) -> tuple[list[tuple[str, str]], int]:
     """(stack text, count text) of every line, and the non-blank lines without a count."""
     found = _LINE.findall(text)
+    lines = text.count("\n") + (not text.endswith("\n") and bool(text))
+    if len(found) == lines:  # every line has a count: no need to look for blank ones
+        return found, 0
     return found, len(_NONBLANK.findall(text)) - len(found)
 
 

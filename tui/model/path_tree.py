@@ -66,8 +66,10 @@ def merge_paths(paths: Ids, counts: Counts) -> MergedPaths:
     offsets = np.cumsum(per_column) - per_column
     node = np.cumsum(starts_by_column, axis=1, dtype=np.int32)  # [column, row]
     node += (offsets - 1).astype(np.int32)[:, None]
-    start_columns, start_rows = np.nonzero(starts_by_column)  # in node order
+    start_rows = np.flatnonzero(starts_by_column)  # in node order, as column * rows + row
     size = len(start_rows)
+    start_columns = np.repeat(np.arange(width, dtype=np.int32), per_column)
+    start_rows -= start_columns * rows
     parent = np.zeros(size, np.int32)
     parent[per_column[0] :] = node[start_columns[per_column[0] :] - 1, start_rows[per_column[0] :]]
     self_count = np.zeros(size, np.int64)
