@@ -7,8 +7,14 @@ from hypothesis import strategies as st
 
 from bpftop.tui.model.folded_tree import folded_tree, parse_lines
 from bpftop.tui.model.live_views import live_root
-from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
-from bpftop.tui.model.saved import from_tree, to_profile
+from bpftop.tui.model.saved import (
+    ProfileMeta,
+    SavedFrame,
+    SavedProfile,
+    SavedStack,
+    from_tree,
+    to_profile,
+)
 from bpftop.tui.model.saved_folded import from_folded
 from bpftop.tui.model.saved_tree import build_tree
 from bpftop.tui.model.snapshot import CallNode
