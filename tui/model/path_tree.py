@@ -69,7 +69,7 @@ def merge_paths(paths: Ids, counts: Counts) -> MergedPaths:
     start_rows = np.flatnonzero(starts_by_column)  # in node order, as column * rows + row
     size = len(start_rows)
     start_columns = np.repeat(np.arange(width, dtype=np.int32), per_column)
-    start_rows -= start_columns * rows
+    start_rows -= start_columns.astype(np.int64) * rows
     parent = np.zeros(size, np.int32)
     parent[per_column[0] :] = node[start_columns[per_column[0] :] - 1, start_rows[per_column[0] :]]
     self_count = np.zeros(size, np.int64)
