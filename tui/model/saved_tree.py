@@ -36,14 +36,20 @@ def build_tree(saved: SavedProfile) -> LiveNode:
     """The call tree "all" -> stack groups -> outermost frames -> ..."""
     store = TreeStore()  # only its key interning: key 0 is the root's
     ids = _Ids(store)
-    lookup = ids.__getitem__
+    # Readers share one object per distinct frame: ids of objects hash faster than frames.
+    by_identity: dict[int, int] = {}
+    known = by_identity.__getitem__
     cells: list[int] = []
     lengths: list[int] = []
     counts: list[int] = []
     for stack in saved.stacks:
         if stack.count > 0:
+            try:
+                row = list(map(known, map(id, stack.frames)))
+            except KeyError:
+                row = [by_identity.setdefault(id(frame), ids[frame]) for frame in stack.frames]
             cells.append(store.key_of((stack.thread, "", False)))
-            cells.extend(map(lookup, stack.frames))
+            cells.extend(row)
             lengths.append(len(stack.frames) + 1)
             counts.append(stack.count)
     paths = path_matrix(np.array(cells, np.int32), np.array(lengths, np.int64))
