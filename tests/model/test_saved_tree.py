@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TypeVar
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +27,7 @@ from tests.model.test_saved import META, sample_profile
 # Labels that are prefixes of each other and sort around ';' (':' < ';' < '<').
 LABELS = ["a", "ab", "a:b", "a<", "b", "do_sys_[k]", "x_[k]", "_[k]", "main", "a b", "app"]
 GROUPS = ["app", "a", "x_[k]", "_[k]", "main"]
+Frame_ = TypeVar("Frame_", str, SavedFrame)
 # One description per (name, module, kernel) key, as every importer writes them.
 FRAMES = [
     SavedFrame("main", "app"),
@@ -65,33 +69,27 @@ def test_empty_profiles_give_the_root_alone() -> None:
     assert folded_tree(parse_lines("\n")[0]) == CallNode("all")
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
+def stacks_of(frames: list[Frame_]) -> st.SearchStrategy[list[tuple[str, list[Frame_], int]]]:
+    """Up to 25 stacks: a group, up to 7 of ``frames`` (repeats: recursion), a count."""
+    return st.lists(
         st.tuples(
             st.sampled_from(GROUPS),
-            st.lists(st.sampled_from(FRAMES), max_size=7),
+            st.lists(st.sampled_from(frames), max_size=7),
             st.integers(min_value=0, max_value=9),
         ),
         max_size=25,
     )
-)
+
+
+@settings(max_examples=200, deadline=None)
+@given(stacks_of([*FRAMES, *map(replace, FRAMES)]))  # equal frames as other objects too
 def test_build_tree_equals_profile_tree(stacks: list[tuple[str, list[SavedFrame], int]]) -> None:
     saved = SavedProfile(META, tuple(SavedStack(g, tuple(f), c) for g, f, c in stacks))
     _assert_same_views(build_tree(saved), to_profile(saved).tree())
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(GROUPS),
-            st.lists(st.sampled_from(LABELS), max_size=6),
-            st.integers(min_value=0, max_value=9),
-        ),
-        max_size=25,
-    )
-)
+@given(stacks_of(LABELS))
 def test_folded_tree_equals_profile_tree(stacks: list[tuple[str, list[str], int]]) -> None:
     text = "".join(f"{';'.join([group, *names])} {count}\n" for group, names, count in stacks)
     text += "no count here\n\n"
