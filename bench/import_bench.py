@@ -6,9 +6,9 @@ Writes LINES (default 1,000,000) distinct folded stacks, deterministic:
 random walks 8-32 frames deep down a fixed call graph of 2,000 functions
 (each calls six others, each four times as often as the next), a sixth of them
 ending in kernel frames. Then times what ``bpftop view`` does before the first frame:
-read, parse and build the call tree (``load_tree``; folded text goes
-straight to a tree, the other formats through their stacks and
-``build_tree``), then the function table (``saved_snapshot``), with the
+read, parse and build the call tree (``load_tree``: every format's stacks
+become key paths merged into an array tree, ``path_tree``), then the
+function table (``saved_snapshot``), with the
 garbage collector tuned as ``view`` tunes it. The target is <= 10 s for
 1 M lines. Also writes the same profile as speedscope and pprof and times
 reading those back.
@@ -69,14 +69,15 @@ def _nodes(tree: CallNode) -> int:
 
 def _timed(label: str, path: Path) -> float:
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     loaded = load_tree(path)
     parsed = time.perf_counter()
     snap = saved_snapshot(loaded, path)
-    done = time.perf_counter()
+    done, cpu = time.perf_counter(), time.process_time() - cpu
     print(
         f"{label:<11} {path.stat().st_size / 2**20:7.1f} MiB  read+tree {parsed - start:5.2f} s  "
-        f"function table {done - parsed:5.2f} s  total {done - start:5.2f} s  "
+        f"function table {done - parsed:5.2f} s  total {done - start:5.2f} s "
+        f"(CPU {cpu:5.2f} s; more wall time = a busy machine)  "
         f"({_nodes(snap.tree):,} tree nodes, {snap.tree.total_count:,} samples)"
     )
     return done - start

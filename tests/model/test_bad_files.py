@@ -127,3 +127,10 @@ def test_damaged_files_never_raise_anything_else(
         assert "\n" not in str(err)
     else:
         assert saved.total >= 0 and saved.skipped >= 0
+
+
+def test_folded_count_beyond_64_bits_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "huge.folded"
+    path.write_text("app;main 3\napp;main;run 99999999999999999999999\n")
+    with pytest.raises(ProfileFileError, match="does not fit in 64 bits"):
+        profile_io.load_tree(path)

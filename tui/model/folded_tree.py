@@ -1,102 +1,102 @@
 """A large folded file straight into a call tree, for ``bpftop view`` / ``diff``.
 
 Folded text carries nothing but labels, so the view needs no per-stack
-values: ``parse_folded`` matches every line with one C-level regex pass,
-and ``folded_tree`` walks the stacks in sorted order, finds how much of a
-stack it shares with the previous one by comparing string slices (C
-level), and splits and creates only the frames that are new. The tree
-equals ``build_tree(from_folded(text))`` and so ``to_profile(...).tree()``.
-No Textual, no I/O.
+values: one C-level regex pass finds every line, each distinct frame text
+gets an id (a chunk of lines split at once, looked up through a dict), the
+ids become a matrix of key paths ("all", the group = first frame, frames),
+and ``path_tree`` merges the paths into a ``LiveTree`` with array passes.
+The tree equals ``to_profile(from_folded(text)).tree()``. No Textual, no I/O.
 """
 
 from __future__ import annotations
 
-import operator
 import re
-from typing import Any, TypeVar
+from itertools import compress
+from operator import itemgetter
+
+import numpy as np
 
 from bpftop.tui.model.folded import KERNEL_SUFFIX
-from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.formats import ProfileFileError
+from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
+from bpftop.tui.model.store import Ids, LiveNode, NodeKey, TreeStore
 
 _LINE = re.compile(r"^[^\S\n]*(\S[^\n]*) (\d+)[^\S\n]*$", re.MULTILINE)
 _NONBLANK = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
-_BY_KEY = operator.attrgetter("label", "module", "kernel")
-_BY_TOTAL = operator.attrgetter("total_count")
 _K = len(KERNEL_SUFFIX)
-Prefixed = TypeVar("Prefixed", str, tuple[int, ...])
+_CHUNK = 50_000
+"""Lines split into frame texts at a time (their strings die with the chunk)."""
+
+
+def parse_lines(text: str) -> tuple[list[tuple[str, str]], int]:
+    """(stack text, count text) of every line, and the non-blank lines without a count."""
+    found = _LINE.findall(text)
+    lines = text.count("\n") + (not text.endswith("\n") and bool(text))
+    if len(found) == lines:  # every line has a count: no need to look for blank ones
+        return found, 0
+    return found, len(_NONBLANK.findall(text)) - len(found)
 
 
 def parse_folded(text: str) -> tuple[dict[str, int], int]:
     """Stack text -> summed count, and the number of non-blank lines without a count."""
+    found, skipped = parse_lines(text)
     counts: dict[str, int] = {}
     get = counts.get
-    matched = 0
-    for stack, count in _LINE.findall(text):
+    for stack, count in found:
         counts[stack] = get(stack, 0) + int(count)
-        matched += 1
-    return counts, len(_NONBLANK.findall(text)) - matched
+    return counts, skipped
 
 
-def common_prefix(a: Prefixed, b: Prefixed) -> int:
-    """Length of the common prefix of two strings or tuples, by bisection over slices."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+class _TextIds(dict[str, int]):
+    """Frame text -> id, numbered in order of first sight."""
+
+    def __missing__(self, text: str) -> int:
+        found = self[text] = len(self)
+        return found
 
 
-def folded_tree(counts: dict[str, int]) -> CallNode:
-    """The call tree of parsed folded stacks ("all" -> first frames as groups -> ...)."""
-    root: list[Any] = ["", 0, {}]
-    trail = [root]
-    previous = ""
-    for stack in sorted(counts):
-        count = counts[stack]
-        if count <= 0:
-            continue
-        common = common_prefix(previous, stack)
-        frames = stack.count(";", 0, common)
-        start = stack.rfind(";", 0, common) + 1
-        at_end = common == len(stack) or stack[common] == ";"
-        if at_end and (common == len(previous) or previous[common] == ";"):
-            frames, start = frames + 1, common + 1  # the frame ending here is shared too
-        del trail[frames + 1 :]
-        node = trail[-1]
-        if start <= len(stack):
-            for text in stack[start:].split(";"):
-                children = node[2]
-                child = children.get(text)
-                if child is None:
-                    child = children[text] = [text, 0, {}]
-                trail.append(child)
-                node = child
-        node[1] += count
-        previous = stack
-    return _freeze(root, 0)
+def folded_tree(found: list[tuple[str, str]]) -> LiveNode:
+    """The call tree ("all" -> first frames as groups -> ...) of ``parse_lines``' lines."""
+    try:
+        counts = np.fromiter(map(int, map(itemgetter(1), found)), np.int64, len(found))
+    except OverflowError:
+        raise ProfileFileError(
+            "a sample count does not fit in 64 bits", "is this a folded stack file?"
+        ) from None
+    stacks = list(map(itemgetter(0), found))
+    if not counts.all():
+        positive = counts > 0
+        stacks, counts = list(compress(stacks, positive.tolist())), counts[positive]
+    lengths = np.fromiter(map(str.count, stacks, [";"] * len(stacks)), np.int64, len(stacks)) + 1
+    text_ids, texts = _text_ids(stacks, int(lengths.sum()))
+    store = TreeStore()  # only its key interning: key 0 is the root's
+    frame_key = np.array([store.key_of(_frame_key(text)) for text in texts], np.int32)
+    group_key = np.zeros(len(texts), np.int32)
+    starts = np.cumsum(lengths) - lengths
+    for text in np.unique(text_ids[starts]).tolist():
+        group_key[text] = store.key_of((texts[text], "", False))
+    cells = frame_key[text_ids]
+    cells[starts] = group_key[text_ids[starts]]
+    paths = path_matrix(cells, lengths)
+    merged = merge_paths(paths, counts)
+    flags = first_of_function(paths, merged, 2)
+    return merged_root(merged, flags, store.keys, store.key_ids)
 
 
-def _freeze(node: list[Any], depth: int) -> CallNode:
-    children: dict[str, list[Any]] = node[2]
-    own: int = node[1]
-    kids: tuple[CallNode, ...]
-    if not children:  # most nodes: no list, no sort
-        kids, total = (), own
-    elif len(children) == 1:
-        for child in children.values():
-            kids = (_freeze(child, depth + 1),)
-        total = own + kids[0].total_count
-    else:
-        ordered = [_freeze(child, depth + 1) for child in children.values()]
-        ordered.sort(key=_BY_KEY)
-        ordered.sort(key=_BY_TOTAL, reverse=True)
-        kids, total = tuple(ordered), own + sum(map(_BY_TOTAL, ordered))
-    text: str = node[0]
-    if depth == 0:
-        return CallNode("all", total_count=total, children=kids)
-    if depth > 1 and text.endswith(KERNEL_SUFFIX) and len(text) > _K:
-        return CallNode(text[:-_K], "", True, own, total, kids)
-    return CallNode(text, "", False, own, total, kids)
+def _text_ids(stacks: list[str], cells: int) -> tuple[Ids, list[str]]:
+    """Every frame text's id, stacks one after the other, and the texts by id."""
+    ids = _TextIds()
+    lookup = ids.__getitem__
+    out = np.empty(cells, np.int32)
+    at = 0
+    for start in range(0, len(stacks), _CHUNK):
+        texts = ";".join(stacks[start : start + _CHUNK]).split(";")
+        out[at : at + len(texts)] = np.fromiter(map(lookup, texts), np.int32, len(texts))
+        at += len(texts)
+    return out, list(ids)
+
+
+def _frame_key(text: str) -> NodeKey:
+    if text.endswith(KERNEL_SUFFIX) and len(text) > _K:
+        return (text[:-_K], "", True)
+    return (text, "", False)

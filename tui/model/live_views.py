@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from bpftop.tui.model.path_tree import merge_paths, merged_root
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
@@ -25,8 +26,6 @@ from bpftop.tui.model.store import (
     LiveNode,
     LiveTree,
     NodeKey,
-    Shape,
-    link_children,
 )
 
 Match = Callable[[CallNode], bool]
@@ -168,31 +167,26 @@ def kept_frames(live: LiveTree, keep: Match) -> LiveNode:
     """``views.keep_frames`` on arrays: the frames ``keep`` rejects dropped.
 
     Every node with self samples stands for one stack: its path from the root.
-    Paths lose the rejected frames (processes always stay), and the new tree
-    is built column by column: a node is (its parent, its key), so equal
-    paths merge. Totals stay; a dropped frame's self samples go to the frame
-    above it. Whether a frame is its function's outermost on the path does not
-    change (all frames of a function are kept, or all dropped).
+    Paths lose the rejected frames (processes always stay) and are merged
+    again (``path_tree``): equal paths merge. Totals stay; a dropped frame's
+    self samples go to the frame above it. Whether a frame is its function's
+    outermost on the path does not change (all frames of a function are kept,
+    or all dropped).
     """
     stacks = np.flatnonzero(live.self_count > 0)
     cells = _paths(live, stacks)  # node ids, root first, -1 past the end
     kept = cells >= 0
     kept[:, 2:] &= key_mask(live, keep)[np.maximum(cells[:, 2:], 0)]
     left = np.argsort(~kept, axis=1, kind="stable")  # kept cells first, in order
-    cells = np.take_along_axis(cells, left, 1)
-    kept = np.take_along_axis(kept, left, 1)
-    new = np.zeros(cells.shape, np.int64)  # new node of each kept cell
-    parent, origin = [0], [ROOT]
-    for column in range(1, cells.shape[1]):
-        rows = np.flatnonzero(kept[:, column])
-        if not len(rows):
-            break
-        pairs = new[rows, column - 1] << 32 | live.key_id[cells[rows, column]]
-        unique, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
-        new[rows, column] = len(parent) + inverse
-        parent += (unique >> 32).tolist()
-        origin += cells[rows[first], column].tolist()
-    return _derived_tree(live, np.array(origin), np.array(parent, np.int32), new, kept, stacks)
+    cells = np.where(np.take_along_axis(kept, left, 1), np.take_along_axis(cells, left, 1), -1)
+    paths = np.where(cells >= 0, live.key_id[np.maximum(cells, 0)], -1)
+    merged = merge_paths(paths, live.self_count[stacks])
+    origin = cells[merged.row, merged.column]
+    sources: dict[int, str] = {}
+    if live.sources:  # only while file:line is shown
+        sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
+        sources = {n: live.sources[int(origin[n])] for n in sourced.tolist()}
+    return merged_root(merged, live.flags[origin], live.keys, live.key_ids, sources)
 
 
 def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
@@ -210,33 +204,6 @@ def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
             depth[more] - 1,
         )
     return cells
-
-
-def _derived_tree(
-    live: LiveTree, origin: Counts, parent: Ids, new: Counts, kept: Mask, stacks: Counts
-) -> LiveNode:
-    """A tree of ``parent`` links whose nodes stand for ``origin`` nodes of ``live``."""
-    size = len(parent)
-    depth = np.zeros(size, np.int16)
-    for column in range(1, new.shape[1]):  # a node's column is its depth
-        depth[new[kept[:, column], column]] = column
-    first_child, next_sibling = link_children(parent)
-    sources: dict[int, str] = {}
-    if live.sources:  # only while file:line is shown
-        sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
-        sources = {n: live.sources[int(origin[n])] for n in sourced.tolist()}
-    shape = Shape(
-        parent=parent, depth=depth, key_id=live.key_id[origin], flags=live.flags[origin],
-        first_child=first_child, next_sibling=next_sibling, keys=live.keys,
-        key_ids=live.key_ids, sources=sources,
-    )  # fmt: skip
-    counts = live.self_count[stacks]
-    last = new[np.arange(len(stacks)), kept.sum(axis=1) - 1]
-    self_count = np.zeros(size, np.int64)
-    np.add.at(self_count, last, counts)
-    total = np.zeros(size, np.int64)
-    np.add.at(total, new[kept], np.repeat(counts, kept.sum(axis=1)))
-    return LiveTree(shape, self_count, total).root()
 
 
 def hottest_occurrence(live: LiveTree, key: NodeKey) -> tuple[NodeKey, ...] | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bpftop.tui.model.atomic import atomic_write
-from bpftop.tui.model.folded_tree import folded_tree, parse_folded
+from bpftop.tui.model.folded_tree import folded_tree, parse_lines
 from bpftop.tui.model.formats import ProfileFileError
 from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.model.pprof.reader import from_pprof
@@ -80,8 +80,8 @@ def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
     kind, payload = _classify(_read_bytes(source), source)
     if kind == "folded":
         assert isinstance(payload, str)
-        counts, skipped = parse_folded(payload)
-        return LoadedTree(ProfileMeta(), folded_tree(counts), skipped)
+        found, skipped = parse_lines(payload)
+        return LoadedTree(ProfileMeta(), folded_tree(found), skipped)
     saved = _parse(kind, payload, source)
     return LoadedTree(saved.meta, build_tree(saved), saved.skipped)
 

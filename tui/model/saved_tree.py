@@ -1,92 +1,70 @@
-"""The call tree of a large saved profile, built in time proportional to its nodes.
+"""The call tree of a large saved profile (speedscope, pprof), built in array passes.
 
 ``Profile.add`` walks every frame of every stack (right for a live profile
 that grows a tick at a time); a saved profile is known whole, so
-``build_tree`` sorts its stacks as tuples of frame ids (C-level
-comparisons), walks them in order keeping the previous stack's path, and
-creates only the nodes a stack does not share with the one before it.
-Totals are summed and children ordered once, when freezing. The result
-equals ``to_profile(saved).tree()`` (a frame's kind, source and flags come
-from the first frame of its key). No Textual, no I/O.
+``build_tree`` turns its stacks into a matrix of key paths ("all", the
+group, frames) and ``path_tree`` merges them into a ``LiveTree``. The result
+equals ``to_profile(saved).tree()`` (a frame's source and flags come from the
+first frame of its key). No Textual, no I/O.
 """
 
 from __future__ import annotations
 
-import operator
-from typing import Any
+import numpy as np
 
-from bpftop.tui.model.folded_tree import common_prefix
+from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
 from bpftop.tui.model.saved import SavedFrame, SavedProfile
-from bpftop.tui.model.snapshot import CallNode
-
-_BY_KEY = operator.attrgetter("label", "module", "kernel")
-_BY_TOTAL = operator.attrgetter("total_count")
-
-_Node = list[Any]  # [id, self_count, children: dict[id, _Node]]
+from bpftop.tui.model.store import INLINED, UNRESOLVED, LiveNode, TreeStore
 
 
 class _Ids(dict[SavedFrame, int]):
-    """Frame -> id of its (label, module, kernel) key; ``frames[id]`` describes the key."""
+    """Frame -> id of its (label, module, kernel) key in ``store``; ``first[id]``
+    is the first frame seen of that key."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: TreeStore) -> None:
         super().__init__()
-        self.by_key: dict[tuple[str, str, bool], int] = {}
-        self.frames: list[SavedFrame] = []
+        self.store = store
+        self.first: dict[int, SavedFrame] = {}
 
     def __missing__(self, frame: SavedFrame) -> int:
-        key = (frame.name, frame.module, frame.kernel)
-        found = self.by_key.get(key)
-        if found is None:
-            found = self.by_key[key] = len(self.frames)
-            self.frames.append(frame)
-        self[frame] = found
+        found = self[frame] = self.store.key_of((frame.name, frame.module, frame.kernel))
+        self.first.setdefault(found, frame)
         return found
 
 
-def build_tree(saved: SavedProfile) -> CallNode:
+def build_tree(saved: SavedProfile) -> LiveNode:
     """The call tree "all" -> stack groups -> outermost frames -> ..."""
-    ids = _Ids()
-    groups: dict[str, int] = {}
-    counts: dict[tuple[int, ...], int] = {}
-    lookup = ids.__getitem__
+    store = TreeStore()  # only its key interning: key 0 is the root's
+    ids = _Ids(store)
+    # Readers share one object per distinct frame: ids of objects hash faster than frames.
+    by_identity: dict[int, int] = {}
+    known = by_identity.__getitem__
+    cells: list[int] = []
+    lengths: list[int] = []
+    counts: list[int] = []
     for stack in saved.stacks:
-        if stack.count <= 0:
-            continue
-        group = groups.setdefault(stack.thread, -1 - len(groups))  # below every frame id
-        path = (group, *map(lookup, stack.frames))
-        counts[path] = counts.get(path, 0) + stack.count
-    root: _Node = [None, 0, {}]
-    trail = [root]
-    previous: tuple[int, ...] = ()
-    for path in sorted(counts):
-        shared = common_prefix(previous, path)
-        del trail[shared + 1 :]
-        node = trail[-1]
-        for key in path[shared:]:
-            children = node[2]
-            child = children.get(key)
-            if child is None:
-                child = children[key] = [key, 0, {}]
-            trail.append(child)
-            node = child
-        node[1] += counts[path]
-        previous = path
-    names = {group: name for name, group in groups.items()}
-    return _freeze(root, ids.frames, names)
-
-
-def _freeze(node: _Node, frames: list[SavedFrame], groups: dict[int, str]) -> CallNode:
-    kids = [_freeze(child, frames, groups) for child in node[2].values()]
-    if len(kids) > 1:
-        kids.sort(key=_BY_KEY)
-        kids.sort(key=_BY_TOTAL, reverse=True)
-    total = node[1] + sum(map(_BY_TOTAL, kids))
-    key = node[0]
-    if key is None:
-        return CallNode("all", total_count=total, children=tuple(kids))
-    if key < 0:
-        return CallNode(groups[key], "", False, node[1], total, tuple(kids))
-    f = frames[key]
-    return CallNode(
-        f.name, f.module, f.kernel, node[1], total, tuple(kids), f.source, f.inlined, f.unresolved
-    )
+        if stack.count > 0:
+            try:
+                row = list(map(known, map(id, stack.frames)))
+            except KeyError:
+                row = [by_identity.setdefault(id(frame), ids[frame]) for frame in stack.frames]
+            cells.append(store.key_of((stack.thread, "", False)))
+            cells.extend(row)
+            lengths.append(len(stack.frames) + 1)
+            counts.append(stack.count)
+    paths = path_matrix(np.array(cells, np.int32), np.array(lengths, np.int64))
+    merged = merge_paths(paths, np.array(counts, np.int64))
+    key_id = merged.key_id
+    key_flags = np.zeros(len(store.keys), np.uint8)
+    sources: dict[int, str] = {}
+    for key, frame in ids.first.items():
+        key_flags[key] = (INLINED if frame.inlined else 0) | (UNRESOLVED if frame.unresolved else 0)
+    frames = merged.depth >= 2
+    flags = first_of_function(paths, merged, 2) | np.where(frames, key_flags[key_id], 0)
+    sourced = {key: frame.source for key, frame in ids.first.items() if frame.source}
+    if sourced:
+        at = np.flatnonzero(frames & np.isin(key_id, np.fromiter(sourced, np.int32)))
+        sources = {
+            node: sourced[key] for node, key in zip(at.tolist(), key_id[at].tolist(), strict=True)
+        }
+    return merged_root(merged, flags.astype(np.uint8), store.keys, store.key_ids, sources)
