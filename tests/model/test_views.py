@@ -247,6 +247,11 @@ def test_callers_tree_stops_early_with_expected_total() -> None:
 
 
 FUNCTIONS = ["main", "a", "b", "rec", "leaf", "k1"]
+SPECIAL = {  # frames that carry more than a name: kernel, a source line, inlined
+    "k1": Frame("k1", "[kernel]", 0, kernel=True),
+    "b": Frame("b", M, 0, file="/src/b.c", line=12),
+    "leaf": Frame("leaf", M, 0, inlined=True),
+}
 
 
 @settings(max_examples=60, deadline=None)
@@ -269,7 +274,7 @@ def test_live_snapshot_views_equal_node_walks(
     agree with the same views walked node by node."""
     p = Profile()
     for process, names, count in stacks:
-        frames = [Frame(n, "[kernel]", 0, kernel=True) if n == "k1" else u(n) for n in names]
+        frames = [SPECIAL.get(n) or u(n) for n in names]
         p.add(process, frames, count)
     live = p.tree()
     plain = eager(live)

@@ -20,7 +20,9 @@ from bpftop.tui.model.path_tree import merge_paths, merged_root
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
+    INLINED,
     ROOT,
+    UNRESOLVED,
     Counts,
     Ids,
     LiveNode,
@@ -121,16 +123,16 @@ def _inverted(live: LiveTree, nodes: Ids, weights: Counts) -> tuple[CallNode, ..
     At each level a path's caller node is identified by (its node one level
     below, the caller's key): paths with the same callers so far merge.
     """
-    levels: list[tuple[Counts, Counts, Counts]] = []  # (group below, key id, samples)
+    levels: list[tuple[Counts, Counts, Counts, Ids]] = []  # (group below, key, samples, a node)
     group = np.zeros(len(nodes), np.int64)  # 0: the function itself
     keep = nodes != ROOT
     nodes, weights, group = nodes[keep], weights[keep], group[keep]
     while len(nodes):
         pairs = np.stack([group, live.key_id[nodes].astype(np.int64)], axis=1)
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        unique, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         samples = np.bincount(inverse, weights, len(unique)).astype(np.int64)
-        levels.append((unique[:, 0], unique[:, 1], samples))
+        levels.append((unique[:, 0], unique[:, 1], samples, nodes[first]))
         up = live.parent[nodes]
         keep = up != ROOT  # a process is the last caller of a path
         nodes, weights, group = up[keep], weights[keep], inverse[keep]
@@ -138,20 +140,25 @@ def _inverted(live: LiveTree, nodes: Ids, weights: Counts) -> tuple[CallNode, ..
 
 
 def _freeze_levels(
-    live: LiveTree, levels: list[tuple[Counts, Counts, Counts]]
+    live: LiveTree, levels: list[tuple[Counts, Counts, Counts, Ids]]
 ) -> tuple[CallNode, ...]:
-    """Plain nodes from the deepest level up; each level's children by parent group."""
+    """Plain nodes from the deepest level up; each level's children by parent group.
+    A caller's source line and flags are those of one of the nodes it merges."""
     below: dict[int, list[CallNode]] = {}
-    for parents, key_ids, totals in reversed(levels):
+    for parents, key_ids, totals, origins in reversed(levels):
         here: dict[int, list[CallNode]] = {}
-        for index, (parent, key_id, total) in enumerate(
-            zip(parents.tolist(), key_ids.tolist(), totals.tolist(), strict=True)
+        for index, (parent, key_id, total, origin) in enumerate(
+            zip(parents.tolist(), key_ids.tolist(), totals.tolist(), origins.tolist(), strict=True)
         ):
             kids = below.get(index, [])
             kids.sort(key=_order)
             own = int(total) - sum(k.total_count for k in kids)
             label, module, kernel = live.keys[key_id]
-            node = CallNode(label, module, kernel, own, int(total), tuple(kids))
+            flags, source = int(live.flags[origin]), live.sources.get(origin, "")
+            node = CallNode(
+                label, module, kernel, own, int(total), tuple(kids), source,
+                bool(flags & INLINED), bool(flags & UNRESOLVED),
+            )  # fmt: skip
             here.setdefault(parent, []).append(node)
         below = here
     top = below.get(0, [])
