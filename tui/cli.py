@@ -195,17 +195,18 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     return sampler
 
 
-GC_THRESHOLDS = (200_000, 50, 1_000)
+GC_THRESHOLDS = (20_000, 50, 1_000)
 
 
 def tune_gc() -> None:
     """Keep the cyclic garbage collector off the tick path.
 
-    The call trees are acyclic, so reference counting frees them; the cyclic
-    collector would only rescan millions of live nodes, pausing ticks and
-    key presses for up to seconds on large profiles (bench.tui_bench: tick
-    p99 7 s by default, 1.2 s tuned). What exists now is never scanned again
-    (``gc.freeze``) and young garbage is collected in much larger batches.
+    The profile lives in numpy arrays, but the remembered stacks and their
+    frames are many small objects, and full collections over them paused
+    ticks for up to seconds (bench.tui_bench without this: key p99 1.7 s).
+    What exists now is never scanned again (``gc.freeze``); older survivors
+    are collected rarely; the young generation every 20,000 objects: a
+    200,000 threshold made each of those collections a 110-150 ms pause.
     """
     gc.collect()
     gc.freeze()
