@@ -91,7 +91,7 @@ struct unwind_state {
     u32 active;
     u32 mode;
     u32 flags;
-    u32 pad;
+    u32 mapping;     /* index of the previous frame's mapping (a guess) */
     u64 pc;
     u64 sp;
     u64 bp;
@@ -118,11 +118,16 @@ static __always_inline u64 unwind_le(u64 a, u64 b) {
     return take & 1;
 }
 
-/* The mapping holding pc: the last one starting at or below it. */
-static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *proc, u64 pc) {
+/* The index of the mapping holding pc, or -1: the cached one of the previous
+ * frame when it still holds pc (callers are mostly in the same file), else
+ * the last one starting at or below pc. */
+static __always_inline int unwind_find_mapping(struct unwind_proc *proc, u64 pc, u32 cached) {
     u32 n = proc->count;
     if (n == 0 || n > UNWIND_MAX_MAPPINGS)
-        return NULL;
+        return -1;
+    cached &= UNWIND_MAX_MAPPINGS - 1;
+    if (proc->maps[cached].start <= pc && pc < proc->maps[cached].end)
+        return cached;
     u32 base = 0;
     for (int i = 0; i < UNWIND_MAPPING_STEPS; i++) {
         if (n <= 1)
@@ -137,15 +142,20 @@ static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_
     UNWIND_BARRIER(base);
     base &= UNWIND_MAX_MAPPINGS - 1;
     struct unwind_mapping *m = &proc->maps[base];
-    return (m->start <= pc && pc < m->end) ? m : NULL;
+    return (m->start <= pc && pc < m->end) ? (int)base : -1;
 }
 
 /* The row in force at pc; 0 when there is none (no table: frame pointer). */
-static __always_inline int unwind_find_row(struct unwind_proc *proc, u64 pc, struct unwind_row *out) {
+static __always_inline int unwind_find_row(struct unwind_state *st, struct unwind_proc *proc, u64 pc,
+                                           struct unwind_row *out) {
     if (!proc)
         return 0;
-    struct unwind_mapping *m = unwind_find_mapping(proc, pc);
-    if (!m || !m->rows_len)
+    int found = unwind_find_mapping(proc, pc, st->mapping);
+    if (found < 0)
+        return 0;
+    st->mapping = (u32)found;
+    struct unwind_mapping *m = &proc->maps[found & (UNWIND_MAX_MAPPINGS - 1)];
+    if (!m->rows_len)
         return 0;
     u64 vaddr = pc - m->bias;
     u32 base = m->rows_start, n = m->rows_len;
@@ -173,9 +183,10 @@ static __always_inline int unwind_read(u64 *dst, u64 addr) {
 
 /* One step by the frame pointer; returns 1 when the stack ends. */
 static __always_inline int unwind_fp_step(struct unwind_state *st) {
-    u64 bp = st->bp, next_bp = 0, ra = 0;
-    if (!bp || unwind_read(&ra, bp + 8) || unwind_read(&next_bp, bp))
+    u64 bp = st->bp, saved[2] = {}; /* the caller's rbp, then the return address */
+    if (!bp || bpf_probe_read_user(saved, sizeof(saved), (void *)bp))
         return 1;
+    u64 next_bp = saved[0], ra = saved[1];
     if (next_bp && next_bp <= bp)
         next_bp = 0; /* frames only go up the stack */
     st->pc = ra;
@@ -203,10 +214,17 @@ static __always_inline int unwind_row_step(struct unwind_state *st, struct unwin
         cfa = st->sp + row->cfa_off + (((st->pc & 15) >= row->arg) ? 8 : 0);
     else
         return 1; /* STOP (outermost frame) or UNSUPPORTED */
-    if (cfa <= st->sp || unwind_read(&ra, cfa + row->ra_off))
+    if (cfa <= st->sp)
         return 1;
-    if (row->rbp_off && unwind_read(&bp, cfa + row->rbp_off))
+    if (row->rbp_off && row->rbp_off + 8 == row->ra_off) {
+        u64 saved[2] = {}; /* the usual push %rbp frame: both in one read */
+        if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa + row->rbp_off)))
+            return 1;
+        bp = saved[0];
+        ra = saved[1];
+    } else if (unwind_read(&ra, cfa + row->ra_off) || (row->rbp_off && unwind_read(&bp, cfa + row->rbp_off))) {
         return 1;
+    }
     st->pc = ra;
     st->sp = cfa;
     st->bp = bp;
@@ -226,7 +244,7 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     u64 at = (len == 0 || (st->flags & UNWIND_EXACT_PC)) ? pc : pc - 1;
     st->flags = 0;
     struct unwind_row row = {};
-    if (unwind_find_row(proc, at, &row) && row.kind != ROW_GAP)
+    if (unwind_find_row(st, proc, at, &row) && row.kind != ROW_GAP)
         return unwind_row_step(st, &row);
     if (st->mode != UNWIND_MODE_AUTO)
         return 1;
@@ -243,14 +261,17 @@ static __always_inline void unwind_finish(struct unwind_state *st) {
     u64 hash = (st->stack.hash ^ st->stack.len) * 0x9e3779b97f4a7c15ULL;
     st->stack.hash = hash;
     u32 id = (u32)(hash >> 34) | WALKER_ID_BIT;
-    int err;
-    struct ustack *old;
-    if (st->active) {
-        err = ustacks1.insert(&id, &st->stack);
-        old = err == -EEXIST ? ustacks1.lookup(&id) : NULL;
-    } else {
-        err = ustacks0.insert(&id, &st->stack);
-        old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+    /* Mostly a stack seen before: look it up first, insert only when new. */
+    struct ustack *old = st->active ? ustacks1.lookup(&id) : ustacks0.lookup(&id);
+    int err = -EEXIST;
+    if (!old) {
+        if (st->active) {
+            err = ustacks1.insert(&id, &st->stack);
+            old = err == -EEXIST ? ustacks1.lookup(&id) : NULL; /* another CPU, just now */
+        } else {
+            err = ustacks0.insert(&id, &st->stack);
+            old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+        }
     }
     if (err == -EEXIST)
         st->key.user_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
@@ -308,6 +329,7 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx, s
     st->active = active;
     st->mode = *mode;
     st->flags = 0;
+    st->mapping = 0;
     st->stack.len = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
     unwind_progs.call(ctx, 0);
