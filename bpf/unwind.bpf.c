@@ -54,6 +54,9 @@
 #ifndef UNWIND_ROWS_SIZE
 #define UNWIND_ROWS_SIZE 1048576
 #endif
+/* A file's row index has at most one bucket per UNWIND_ROWS_PER_BUCKET rows. */
+#define UNWIND_ROWS_PER_BUCKET 4
+#define UNWIND_INDEX_SIZE (UNWIND_ROWS_SIZE / UNWIND_ROWS_PER_BUCKET + 2)
 
 struct unwind_row {
     u32 pc;          /* ELF virtual address */
@@ -71,6 +74,10 @@ struct unwind_mapping {
     u64 bias;        /* address - ELF vaddr */
     u32 rows_start;
     u32 rows_len;    /* 0: no table (yet) */
+    u32 index_start; /* the file's row index in unwind_index */
+    u32 buckets;     /* 0: no index, search all rows */
+    u32 first_pc;    /* ELF vaddr of bucket 0 (the first row's) */
+    u32 shift;       /* log2 of a bucket's bytes of code */
 };
 
 struct unwind_proc {
@@ -100,6 +107,10 @@ struct unwind_state {
 
 BPF_ARRAY(unwind_mode, u32, 1);
 BPF_ARRAY(unwind_rows, struct unwind_row, UNWIND_ROWS_SIZE);
+/* Per file, for each bucket of code (and one past the last), the file's row
+ * in force at the bucket's first byte: a pc's row is between those of its
+ * bucket and the next, so the search covers a few rows instead of all. */
+BPF_ARRAY(unwind_index, u32, UNWIND_INDEX_SIZE);
 BPF_F_TABLE("hash", u32, struct unwind_proc, unwind_procs, TARGETS_SIZE, BPF_F_NO_PREALLOC);
 BPF_PERCPU_ARRAY(unwind_scratch, struct unwind_state, 1);
 BPF_F_TABLE("hash", u32, struct ustack, ustacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
@@ -145,6 +156,24 @@ static __always_inline int unwind_find_mapping(struct unwind_proc *proc, u64 pc,
     return (m->start <= pc && pc < m->end) ? (int)base : -1;
 }
 
+/* Narrow the rows to search for vaddr to its bucket's (when indexed). */
+static __always_inline void unwind_narrow(struct unwind_mapping *m, u64 vaddr, u32 *base, u32 *n) {
+    u32 buckets = m->buckets;
+    if (!buckets)
+        return;
+    u64 bucket = vaddr > m->first_pc ? (vaddr - m->first_pc) >> (m->shift & 63) : 0;
+    if (bucket >= buckets)
+        bucket = buckets - 1;
+    u32 at = m->index_start + (u32)bucket;
+    u32 *lo = unwind_index.lookup(&at);
+    at++;
+    u32 *hi = unwind_index.lookup(&at);
+    if (!lo || !hi || *hi < *lo || *hi >= *n)
+        return;
+    *base += *lo;
+    *n = *hi - *lo + 1;
+}
+
 /* The row in force at pc; 0 when there is none (no table: frame pointer). */
 static __always_inline int unwind_find_row(struct unwind_state *st, struct unwind_proc *proc, u64 pc,
                                            struct unwind_row *out) {
@@ -159,6 +188,7 @@ static __always_inline int unwind_find_row(struct unwind_state *st, struct unwin
         return 0;
     u64 vaddr = pc - m->bias;
     u32 base = m->rows_start, n = m->rows_len;
+    unwind_narrow(m, vaddr, &base, &n);
     for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
         if (n <= 1)
             break;
