@@ -15,8 +15,10 @@
  * leave the kernel: no stack memory.
  *
  * Per frame: find the process's mapping of the pc (unwind_procs[tgid],
- * sorted, binary search), then the row of its table (unwind_rows, one shared
- * array; each file's rows sorted by pc, binary search). Rows say CFA = rsp or
+ * sorted; the previous frame's when it still holds the pc, else a binary
+ * search), then the row of its table (unwind_rows, one shared array; each
+ * file's rows sorted by pc): its bucket in the file's index (unwind_index)
+ * bounds a binary search to a few rows. Rows say CFA = rsp or
  * rbp + off, RA at CFA + ra_off, caller's rbp at CFA + rbp_off (0: unchanged).
  * Code without a table (no mapping entry yet, a GAP row) falls back to the
  * frame pointer in "auto" mode and ends the stack in "dwarf" mode. Callers are

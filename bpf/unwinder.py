@@ -168,6 +168,10 @@ class Unwinder:
             store.clear()
         return {_int(k): tuple(v.addrs[: min(int(v.len), len(v.addrs))]) for k, v in items}
 
+    def preallocated_bytes(self) -> int:
+        """Bytes of the rows and index arrays (BPF arrays are allocated whole)."""
+        return self.capacity_rows * ROW_SIZE + int(self._index.max_entries) * 4
+
     def memory_bytes(self) -> int:
         """Bytes of table rows and their indexes written plus process entries in use."""
         procs = sum(1 for _ in self._procs)
