@@ -20,3 +20,13 @@ def workloads() -> Path:
         ["make", "-s", "-C", str(ROOT / "tests" / "workloads"), f"OUT={WORKLOADS}"], check=True
     )
     return WORKLOADS
+
+
+def sampling(pid: int) -> bool:
+    """Has process ``pid`` attached a perf event (bpftop's sampler is running)?"""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        links = [str(fd.readlink()) for fd in fds.iterdir()]
+    except OSError:
+        return False
+    return any("perf_event" in link for link in links)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BPFTOP
+from tests.conftest import BPFTOP, sampling
 
 BAD_PROGRAM = r"""
 #include <uapi/linux/ptrace.h>
@@ -154,7 +154,10 @@ def test_output_vanishes_during_recording_rescues_data(workloads: Path, tmp_path
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1)
+        deadline = time.monotonic() + 60  # the compile: 3-10 s, more on a busy machine
+        while not sampling(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sampling(proc.pid), "record never attached its perf events"
         shutil.rmtree(outdir)
         _, stderr = proc.communicate(timeout=60)
     finally:

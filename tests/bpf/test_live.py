@@ -24,7 +24,7 @@ async def wait_for(app: BpftopApp, check: Callable[[Snapshot], bool], timeout_s:
 
 
 async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads: Path) -> None:
-    target = subprocess.Popen([str(workloads / "split"), "10"])  # outlives a slow compile
+    target = subprocess.Popen([str(workloads / "split"), "120"])  # ended below, once seen
     sampler = CpuSampler(199)
     app = BpftopApp(Collector(target.pid, sampler, interval_s=0.5))
     try:
@@ -39,6 +39,7 @@ async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads
             assert maps["stacks"].kind == "stack_trace" and maps["targets"].used == 1
             # The overhead meter sees our program run about 199 times a second per busy CPU.
             assert live.overhead.bpf_runs_per_s > 100 and live.overhead.bpf_run_ns_per_s > 0
+            target.terminate()
             target.wait(timeout=20)
             done = await wait_for(app, lambda s: s.phase is Phase.EXITED, 10)
             assert done.process is not None and not done.process.alive

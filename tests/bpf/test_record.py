@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import BPFTOP
+from tests.conftest import BPFTOP, sampling
 
 
 def record(
@@ -41,7 +41,11 @@ def test_split_shares_and_full_chains(workloads: Path, tmp_path: Path) -> None:
         target.wait()
     stacks = parse_folded(out)
     total = sum(stacks.values())
-    assert total > 1000, f"expected ~2500 samples at 499 Hz for 5 s, got {total}"
+    # ~2,500 on an idle machine (499 Hz x 5 s of the target's CPU time); on a busy
+    # one the target gets less CPU. The rate itself is checked against the
+    # target's CPU time in test_sampler; here the count only has to make the
+    # shares below meaningful (a 60% share over 500 samples: ±2.2 points).
+    assert total > 500, f"expected ~2500 samples at 499 Hz for 5 s, got {total}"
     assert all(stack[0] == "split" for stack in stacks), "the process name leads every stack"
     share = Counter[str]()
     full_chain = 0
@@ -75,16 +79,6 @@ def test_kernel_frames_follow_user_frames(workloads: Path, tmp_path: Path) -> No
     # The kernel side is really symbolized: some syscall entry point shows up.
     kernel_names = {f for s in with_kernel for f in s if f.endswith("_[k]")}
     assert any("write" in f for f in kernel_names), sorted(kernel_names)[:20]
-
-
-def sampling(pid: int) -> bool:
-    """Has process ``pid`` attached a perf event (bpftop's sampler is running)?"""
-    fds = Path(f"/proc/{pid}/fd")
-    try:
-        links = [str(fd.readlink()) for fd in fds.iterdir()]
-    except OSError:
-        return False
-    return any("perf_event" in link for link in links)
 
 
 def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
