@@ -82,15 +82,16 @@ def _memory_for_many_libraries() -> str:
             unwinder = sampler.unwinder
             libs = len({m.split()[-1] for m in _exec_file_maps(target.pid)})
             used = unwinder.memory_bytes()
-            capacity = unwinder.capacity_rows * 16
+            capacity = unwinder.preallocated_bytes()
             feed.close()
     finally:
         target.kill()
         target.wait()
     return (
         f"{libs} executable files mapped, {feed.tables_loaded} tables, "
-        f"{unwinder.rows_used} rows: {used / 1024:.0f} KiB of rows and process entry in use "
-        f"(rows array preallocated: {capacity / 2**20:.0f} MiB for {unwinder.capacity_rows} rows)"
+        f"{unwinder.rows_used} rows: {used / 1024:.0f} KiB of rows, index and process entry in use "
+        f"(rows and index arrays preallocated: {capacity / 2**20:.0f} MiB "
+        f"for {unwinder.capacity_rows} rows)"
     )
 
 

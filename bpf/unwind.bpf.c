@@ -15,8 +15,10 @@
  * leave the kernel: no stack memory.
  *
  * Per frame: find the process's mapping of the pc (unwind_procs[tgid],
- * sorted, binary search), then the row of its table (unwind_rows, one shared
- * array; each file's rows sorted by pc, binary search). Rows say CFA = rsp or
+ * sorted; the previous frame's when it still holds the pc, else a binary
+ * search), then the row of its table (unwind_rows, one shared array; each
+ * file's rows sorted by pc): its bucket in the file's index (unwind_index)
+ * bounds a binary search to a few rows. Rows say CFA = rsp or
  * rbp + off, RA at CFA + ra_off, caller's rbp at CFA + rbp_off (0: unchanged).
  * Code without a table (no mapping entry yet, a GAP row) falls back to the
  * frame pointer in "auto" mode and ends the stack in "dwarf" mode. Callers are
@@ -54,6 +56,9 @@
 #ifndef UNWIND_ROWS_SIZE
 #define UNWIND_ROWS_SIZE 1048576
 #endif
+/* A file's row index has at most one bucket per UNWIND_ROWS_PER_BUCKET rows. */
+#define UNWIND_ROWS_PER_BUCKET 4
+#define UNWIND_INDEX_SIZE (UNWIND_ROWS_SIZE / UNWIND_ROWS_PER_BUCKET + 2)
 
 struct unwind_row {
     u32 pc;          /* ELF virtual address */
@@ -71,6 +76,10 @@ struct unwind_mapping {
     u64 bias;        /* address - ELF vaddr */
     u32 rows_start;
     u32 rows_len;    /* 0: no table (yet) */
+    u32 index_start; /* the file's row index in unwind_index */
+    u32 buckets;     /* 0: no index, search all rows */
+    u32 first_pc;    /* ELF vaddr of bucket 0 (the first row's) */
+    u32 shift;       /* log2 of a bucket's bytes of code */
 };
 
 struct unwind_proc {
@@ -91,7 +100,7 @@ struct unwind_state {
     u32 active;
     u32 mode;
     u32 flags;
-    u32 pad;
+    u32 mapping;     /* index of the previous frame's mapping (a guess) */
     u64 pc;
     u64 sp;
     u64 bp;
@@ -100,6 +109,10 @@ struct unwind_state {
 
 BPF_ARRAY(unwind_mode, u32, 1);
 BPF_ARRAY(unwind_rows, struct unwind_row, UNWIND_ROWS_SIZE);
+/* Per file, for each bucket of code (and one past the last), the file's row
+ * in force at the bucket's first byte: a pc's row is between those of its
+ * bucket and the next, so the search covers a few rows instead of all. */
+BPF_ARRAY(unwind_index, u32, UNWIND_INDEX_SIZE);
 BPF_F_TABLE("hash", u32, struct unwind_proc, unwind_procs, TARGETS_SIZE, BPF_F_NO_PREALLOC);
 BPF_PERCPU_ARRAY(unwind_scratch, struct unwind_state, 1);
 BPF_F_TABLE("hash", u32, struct ustack, ustacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
@@ -118,11 +131,16 @@ static __always_inline u64 unwind_le(u64 a, u64 b) {
     return take & 1;
 }
 
-/* The mapping holding pc: the last one starting at or below it. */
-static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_proc *proc, u64 pc) {
+/* The index of the mapping holding pc, or -1: the cached one of the previous
+ * frame when it still holds pc (callers are mostly in the same file), else
+ * the last one starting at or below pc. */
+static __always_inline int unwind_find_mapping(struct unwind_proc *proc, u64 pc, u32 cached) {
     u32 n = proc->count;
     if (n == 0 || n > UNWIND_MAX_MAPPINGS)
-        return NULL;
+        return -1;
+    cached &= UNWIND_MAX_MAPPINGS - 1;
+    if (proc->maps[cached].start <= pc && pc < proc->maps[cached].end)
+        return cached;
     u32 base = 0;
     for (int i = 0; i < UNWIND_MAPPING_STEPS; i++) {
         if (n <= 1)
@@ -137,18 +155,42 @@ static __always_inline struct unwind_mapping *unwind_find_mapping(struct unwind_
     UNWIND_BARRIER(base);
     base &= UNWIND_MAX_MAPPINGS - 1;
     struct unwind_mapping *m = &proc->maps[base];
-    return (m->start <= pc && pc < m->end) ? m : NULL;
+    return (m->start <= pc && pc < m->end) ? (int)base : -1;
+}
+
+/* Narrow the rows to search for vaddr to its bucket's (when indexed). */
+static __always_inline void unwind_narrow(struct unwind_mapping *m, u64 vaddr, u32 *base, u32 *n) {
+    u32 buckets = m->buckets;
+    if (!buckets)
+        return;
+    u64 bucket = vaddr > m->first_pc ? (vaddr - m->first_pc) >> (m->shift & 63) : 0;
+    if (bucket >= buckets)
+        bucket = buckets - 1;
+    u32 at = m->index_start + (u32)bucket;
+    u32 *lo = unwind_index.lookup(&at);
+    at++;
+    u32 *hi = unwind_index.lookup(&at);
+    if (!lo || !hi || *hi < *lo || *hi >= *n)
+        return;
+    *base += *lo;
+    *n = *hi - *lo + 1;
 }
 
 /* The row in force at pc; 0 when there is none (no table: frame pointer). */
-static __always_inline int unwind_find_row(struct unwind_proc *proc, u64 pc, struct unwind_row *out) {
+static __always_inline int unwind_find_row(struct unwind_state *st, struct unwind_proc *proc, u64 pc,
+                                           struct unwind_row *out) {
     if (!proc)
         return 0;
-    struct unwind_mapping *m = unwind_find_mapping(proc, pc);
-    if (!m || !m->rows_len)
+    int found = unwind_find_mapping(proc, pc, st->mapping);
+    if (found < 0)
+        return 0;
+    st->mapping = (u32)found;
+    struct unwind_mapping *m = &proc->maps[found & (UNWIND_MAX_MAPPINGS - 1)];
+    if (!m->rows_len)
         return 0;
     u64 vaddr = pc - m->bias;
     u32 base = m->rows_start, n = m->rows_len;
+    unwind_narrow(m, vaddr, &base, &n);
     for (int i = 0; i < UNWIND_ROW_STEPS; i++) {
         if (n <= 1)
             break;
@@ -173,9 +215,10 @@ static __always_inline int unwind_read(u64 *dst, u64 addr) {
 
 /* One step by the frame pointer; returns 1 when the stack ends. */
 static __always_inline int unwind_fp_step(struct unwind_state *st) {
-    u64 bp = st->bp, next_bp = 0, ra = 0;
-    if (!bp || unwind_read(&ra, bp + 8) || unwind_read(&next_bp, bp))
+    u64 bp = st->bp, saved[2] = {}; /* the caller's rbp, then the return address */
+    if (!bp || bpf_probe_read_user(saved, sizeof(saved), (void *)bp))
         return 1;
+    u64 next_bp = saved[0], ra = saved[1];
     if (next_bp && next_bp <= bp)
         next_bp = 0; /* frames only go up the stack */
     st->pc = ra;
@@ -203,10 +246,17 @@ static __always_inline int unwind_row_step(struct unwind_state *st, struct unwin
         cfa = st->sp + row->cfa_off + (((st->pc & 15) >= row->arg) ? 8 : 0);
     else
         return 1; /* STOP (outermost frame) or UNSUPPORTED */
-    if (cfa <= st->sp || unwind_read(&ra, cfa + row->ra_off))
+    if (cfa <= st->sp)
         return 1;
-    if (row->rbp_off && unwind_read(&bp, cfa + row->rbp_off))
+    if (row->rbp_off && row->rbp_off + 8 == row->ra_off) {
+        u64 saved[2] = {}; /* the usual push %rbp frame: both in one read */
+        if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa + row->rbp_off)))
+            return 1;
+        bp = saved[0];
+        ra = saved[1];
+    } else if (unwind_read(&ra, cfa + row->ra_off) || (row->rbp_off && unwind_read(&bp, cfa + row->rbp_off))) {
         return 1;
+    }
     st->pc = ra;
     st->sp = cfa;
     st->bp = bp;
@@ -226,7 +276,7 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     u64 at = (len == 0 || (st->flags & UNWIND_EXACT_PC)) ? pc : pc - 1;
     st->flags = 0;
     struct unwind_row row = {};
-    if (unwind_find_row(proc, at, &row) && row.kind != ROW_GAP)
+    if (unwind_find_row(st, proc, at, &row) && row.kind != ROW_GAP)
         return unwind_row_step(st, &row);
     if (st->mode != UNWIND_MODE_AUTO)
         return 1;
@@ -243,14 +293,17 @@ static __always_inline void unwind_finish(struct unwind_state *st) {
     u64 hash = (st->stack.hash ^ st->stack.len) * 0x9e3779b97f4a7c15ULL;
     st->stack.hash = hash;
     u32 id = (u32)(hash >> 34) | WALKER_ID_BIT;
-    int err;
-    struct ustack *old;
-    if (st->active) {
-        err = ustacks1.insert(&id, &st->stack);
-        old = err == -EEXIST ? ustacks1.lookup(&id) : NULL;
-    } else {
-        err = ustacks0.insert(&id, &st->stack);
-        old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+    /* Mostly a stack seen before: look it up first, insert only when new. */
+    struct ustack *old = st->active ? ustacks1.lookup(&id) : ustacks0.lookup(&id);
+    int err = -EEXIST;
+    if (!old) {
+        if (st->active) {
+            err = ustacks1.insert(&id, &st->stack);
+            old = err == -EEXIST ? ustacks1.lookup(&id) : NULL; /* another CPU, just now */
+        } else {
+            err = ustacks0.insert(&id, &st->stack);
+            old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+        }
     }
     if (err == -EEXIST)
         st->key.user_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
@@ -308,6 +361,7 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx, s
     st->active = active;
     st->mode = *mode;
     st->flags = 0;
+    st->mapping = 0;
     st->stack.len = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
     unwind_progs.call(ctx, 0);

@@ -13,6 +13,7 @@ drains.
 
 from __future__ import annotations
 
+import bisect
 import ctypes as ct
 import threading
 from collections.abc import Sequence
@@ -23,17 +24,36 @@ from bpftop.bpf.raw import Addresses
 
 MODES = {"fp": 0, "dwarf": 1, "auto": 2}
 ROW_SIZE = 16  # sizeof(struct unwind_row)
+ROWS_PER_BUCKET = 4  # UNWIND_ROWS_PER_BUCKET
 MAX_MAPPINGS = 256  # UNWIND_MAX_MAPPINGS
 # Walker stack ids have this bit set; bpf_get_stackid's ids are below it.
 WALKER_ID_BIT = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
+class RowIndex:
+    """Buckets of ``1 << shift`` bytes of code from ``first_pc`` on; entry b
+    (of ``buckets`` + 1) is the file's row in force at bucket b's first byte."""
+
+    first_pc: int
+    shift: int
+    rows: tuple[int, ...]
+
+    @property
+    def buckets(self) -> int:
+        return len(self.rows) - 1
+
+
+@dataclass(frozen=True, slots=True)
 class TableSlot:
-    """Where one file's rows are in the shared rows array."""
+    """Where one file's rows, and their index, are in the shared arrays."""
 
     start: int
     rows: int
+    index_start: int = 0
+    buckets: int = 0  # 0: no index (the walker searches all rows)
+    first_pc: int = 0
+    shift: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +73,8 @@ class Unwinder:
     def __init__(self, bpf: Any, program_type: int, mode: str) -> None:
         self.mode = mode
         self._rows = bpf[b"unwind_rows"]
+        self._index = bpf[b"unwind_index"]
+        self._next_index = 0
         self._procs = bpf[b"unwind_procs"]
         self._stores = (bpf[b"ustacks0"], bpf[b"ustacks1"])
         self._lock = threading.Lock()
@@ -83,13 +105,23 @@ class Unwinder:
             if not rows or self._next_row + rows > self.capacity_rows:
                 self.full_tables += bool(rows)
                 return None
-            slot = TableSlot(self._next_row, rows)
-            keys = (ct.c_uint32 * rows)(*range(slot.start, slot.start + rows))
-            values = (self._rows.Leaf * rows).from_buffer_copy(packed[: rows * ROW_SIZE])
-            self._rows.items_update_batch(keys, values)
+            data = packed[: rows * ROW_SIZE]
+            slot = TableSlot(self._next_row, rows, *self._place_index(row_index(data)))
+            _write(self._rows, slot.start, (self._rows.Leaf * rows).from_buffer_copy(data))
             self._next_row += rows
             self._slots[key] = slot
             return slot
+
+    def _place_index(self, index: RowIndex) -> tuple[int, int, int, int]:
+        """Write an index into unwind_index: (start, buckets, first_pc, shift),
+        or all 0 (no index: the walker searches all rows) when it is full."""
+        size = len(index.rows)
+        if self._next_index + size > int(self._index.max_entries):
+            return (0, 0, 0, 0)
+        start = self._next_index
+        _write(self._index, start, (ct.c_uint32 * size)(*index.rows))
+        self._next_index += size
+        return (start, index.buckets, index.first_pc, index.shift)
 
     def set_process(self, tgid: int, mappings: Sequence[CodeMapping]) -> int:
         """Describe ``tgid``'s code to the walker; returns mappings with a table."""
@@ -106,6 +138,8 @@ class Unwinder:
                 slot = self._slots.get(mapping.table_key or "")
                 if slot is not None:
                     entry.rows_start, entry.rows_len = slot.start, slot.rows
+                    entry.index_start, entry.buckets = slot.index_start, slot.buckets
+                    entry.first_pc, entry.shift = slot.first_pc, slot.shift
                     with_table += 1
             self._procs[ct.c_uint32(tgid)] = leaf
         return with_table
@@ -134,10 +168,36 @@ class Unwinder:
             store.clear()
         return {_int(k): tuple(v.addrs[: min(int(v.len), len(v.addrs))]) for k, v in items}
 
+    def preallocated_bytes(self) -> int:
+        """Bytes of the rows and index arrays (BPF arrays are allocated whole)."""
+        return self.capacity_rows * ROW_SIZE + int(self._index.max_entries) * 4
+
     def memory_bytes(self) -> int:
-        """Bytes of table rows written plus process entries in use."""
+        """Bytes of table rows and their indexes written plus process entries in use."""
         procs = sum(1 for _ in self._procs)
-        return self._next_row * ROW_SIZE + procs * ct.sizeof(self._procs.Leaf)
+        rows = self._next_row * ROW_SIZE + self._next_index * 4
+        return rows + procs * ct.sizeof(self._procs.Leaf)
+
+
+def row_index(packed: bytes) -> RowIndex:
+    """The bucket index of one file's packed rows (sorted by pc): the fewest
+    bucket bytes (a power of two) that need at most one bucket per
+    ROWS_PER_BUCKET rows."""
+    pcs = memoryview(packed).cast("I")[::4].tolist()  # each row starts with its u32 pc
+    first, span = pcs[0], pcs[-1] - pcs[0]
+    budget = max(1, len(pcs) // ROWS_PER_BUCKET)
+    shift = 0
+    while (span >> shift) + 1 > budget:
+        shift += 1
+    starts = [first + (b << shift) for b in range((span >> shift) + 2)]
+    rows = (max(0, bisect.bisect_right(pcs, start) - 1) for start in starts)
+    return RowIndex(first, shift, tuple(rows))
+
+
+def _write(array: Any, start: int, values: Any) -> None:
+    """Write consecutive entries of a BPF array from ``start`` in one batch."""
+    keys = (ct.c_uint32 * len(values))(*range(start, start + len(values)))
+    array.items_update_batch(keys, values)
 
 
 def _int(key: Any) -> int:
