@@ -390,7 +390,7 @@ def _wstacks(slot: int) -> bytes:
 
 
 def _load_error(exc: Exception, log: str) -> BpfLoadError:
-    line = first_useful_line(log) or str(exc).splitlines()[0]
+    line = first_useful_line(log) or next(iter(str(exc).splitlines()), "") or repr(exc)
     return BpfLoadError(
         f"the kernel rejected bpftop's BPF program: {line}",
         "run with --print-bpf to see the program; check dmesg and kernel BPF support",

@@ -176,3 +176,10 @@ def test_print_bpf_needs_no_root() -> None:
     result = run_bpftop("-p", "1", "--print-bpf", user="65534")
     assert result.returncode == 0, result.stderr
     assert "get_stackid" in result.stdout and "#define COUNTS_SIZE" in result.stdout
+
+
+def test_load_error_without_a_message_is_still_one_line() -> None:
+    from bpftop.bpf.program import _load_error
+
+    err = _load_error(KeyError(), "")
+    assert "KeyError()" in str(err) and "\n" not in str(err)
