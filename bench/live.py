@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -25,8 +26,10 @@ import psutil
 from tests.conftest import BPFTOP, WORKLOADS
 
 # The first frame under the process in the (collapsed) call tree, the view
-# bpftop opens on: on screen once the first samples are symbolized.
-DATA_MARK = b"__libc_start_call_main"
+# bpftop opens on: on screen once the first samples are symbolized. With
+# .eh_frame unwinding (the default) stacks reach _start; by frame pointers
+# they stop at __libc_start_call_main.
+DATA_MARK = re.compile(rb"_start(?!_)|__libc_start_call_main")
 
 
 def main() -> None:
@@ -64,7 +67,7 @@ def main() -> None:
             now = time.perf_counter() - launched
             if first_frame is None and b"profile:hz" in screen:
                 first_frame = now
-            if first_data is None and DATA_MARK in screen:
+            if first_data is None and DATA_MARK.search(screen):
                 first_data = now
                 cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
             screen = screen[-4096:]
