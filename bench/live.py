@@ -36,6 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--hz", type=int, default=99)
+    parser.add_argument("--unwind", default="auto", help="bpftop's --unwind (auto, dwarf, fp)")
     args = parser.parse_args()
     demo = subprocess.Popen([str(WORKLOADS / "demo")])
     master, slave = pty.openpty()
@@ -43,7 +44,7 @@ def main() -> None:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     launched = time.perf_counter()
     app = subprocess.Popen(
-        [str(BPFTOP), "-p", str(demo.pid), "-F", str(args.hz), "-i", "1"],
+        [str(BPFTOP), "-p", str(demo.pid), "-F", str(args.hz), "-i", "1", "--unwind", args.unwind],
         stdin=slave,
         stdout=slave,
         stderr=slave,
