@@ -175,19 +175,24 @@ async def measure_keys(
         ("4", ["down", "down", "right", "left", "up", "enter", "backspace"]),
         ("5", []),
     ]  # fmt: skip
+    names = {"1": "top", "2": "tree", "3": "callers", "4": "flame", "5": "diagnostics"}
     by_view: dict[str, list[float]] = {}
+    timed: list[tuple[float, str]] = []
     for view_key, keys in plan:
-        for key in [view_key, *keys] * 3:
+        for n, key in enumerate([view_key, *keys] * 3):
             t0 = time.thread_time()
             await press(key)  # type: ignore[misc]
             await pause()  # type: ignore[misc]
-            by_view.setdefault(view_key, []).append(1e3 * (time.thread_time() - t0))
-    names = {"1": "top", "2": "tree", "3": "callers", "4": "flame", "5": "diagnostics"}
+            ms = 1e3 * (time.thread_time() - t0)
+            by_view.setdefault(view_key, []).append(ms)
+            timed.append((ms, f"{key!r} in {names[view_key]} (#{n + 1})"))
     everything: list[float] = []
     for view_key, values in by_view.items():
         report(f"key → redraw: {names[view_key]}", values)
         everything += values
     report("key → redraw: all views", everything)
+    slowest = ", ".join(f"{what} {ms:.0f} ms" for ms, what in sorted(timed, reverse=True)[:5])
+    print(f"slowest keys: {slowest}")
 
 
 def measure_memory(universe: list[Stack], minutes: int, mode: TimeMode) -> None:

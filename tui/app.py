@@ -295,13 +295,14 @@ class BpftopApp(SourceApp):
         self.current_selection()
         view_id = VIEWS[index][0]
         self.query_one("#views", ContentSwitcher).current = view_id
-        self.render_view()
         widget = self.query_one(f"#{view_id}")
+        # Focus and follow first: the view is then drawn once, focused, on the selection.
+        self.screen.set_focus(widget, scroll_visible=False)
         key = self.state.selected
         views = HotTable | FlameView | CallTreeView
         if key is not None and isinstance(widget, views) and widget is not self.callers_view:
             widget.follow(key)
-        widget.focus()
+        self.render_view()
 
     def action_next_view(self, step: int) -> None:
         if isinstance(self.screen, ProbeDialog):  # Tab is the app's; in the dialog it completes

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from bpftop.tui.line import Line
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
 from bpftop.tui.rows_view import RowsView
@@ -73,10 +73,11 @@ class CallTreeView(RowsView):
         self._rows: list[TreeRow] = []
         self._cursor_path: NodePath | None = None
         self._root_path: NodePath = ()
+        self._follow: NodeKey | None = None  # a function to select at the next set_tree
         self.match: Match | None = None
         self.show_source = False
         self.open_depth = 1
-        self.decorate: Callable[[CallNode, NodePath], Text | None] | None = None
+        self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
 
     # -- state ---------------------------------------------------------------
@@ -108,16 +109,23 @@ class CallTreeView(RowsView):
         return self._root_path
 
     def set_tree(self, tree: CallNode, root_path: NodePath = ()) -> None:
-        """Show a new tree (zoomed to ``root_path``); expansion and selection are kept."""
+        """Show a new tree (zoomed to ``root_path``); expansion and selection are
+        kept, or the selection follows the function ``follow`` asked for."""
         self._tree = tree
         self._root_path = root_path if node_at(tree, root_path) is not None else ()
+        key, self._follow = self._follow, None
+        if key is not None and self.selected_key() != key:
+            zoom = node_at(tree, self._root_path)
+            found = None if zoom is None else hottest_path_of(zoom, key)
+            if found is not None:
+                self._open_to(self._root_path + found)
         self._rebuild()
 
     def set_options(self, *, match: Match | None, show_source: bool) -> None:
         """Search highlighting and the file:line column."""
         if match is not self.match or show_source != self.show_source:
             self.match, self.show_source = match, show_source
-            self.refresh()
+            self.redraw()
 
     def selected_key(self) -> NodeKey | None:
         row = self._current()
@@ -127,25 +135,24 @@ class CallTreeView(RowsView):
         """Expand the ancestors of ``path`` and select it."""
         if path[: len(self._root_path)] != self._root_path:
             return False
-        for n in range(len(self._root_path) + 1, len(path)):
-            self._expanded[path[:n]] = True
-        self._cursor_path = path
+        self._open_to(path)
         self._rebuild()
         return self._cursor_path == path
 
+    def _open_to(self, path: NodePath) -> None:
+        for n in range(len(self._root_path) + 1, len(path)):
+            self._expanded[path[:n]] = True
+        self._cursor_path = path
+
     def follow(self, key: NodeKey) -> None:
-        """Select the hottest occurrence of a function (another view's selection)."""
-        if self.selected_key() == key:
-            return
-        zoom = node_at(self._tree, self._root_path)
-        found = None if zoom is None else hottest_path_of(zoom, key)
-        if found is not None:
-            self.reveal(self._root_path + found)
+        """Select the hottest occurrence of a function (another view's selection)
+        in the tree ``set_tree`` shows next: one rebuild, not two."""
+        self._follow = key
 
     def set_placeholder(self, text: str) -> None:
         if text != self.placeholder:
             self.placeholder = text
-            self.refresh()
+            self.redraw()
 
     def _rebuild(self) -> None:
         rows: list[TreeRow] = []
@@ -234,43 +241,38 @@ class CallTreeView(RowsView):
         self._rebuild()
 
     # -- rendering ------------------------------------------------------------
-    def row_text(self, index: int, width: int) -> Text:
-        return self._row_text(self._rows[index], width)
-
-    def _row_text(self, row: TreeRow, width: int) -> Text:
+    def row_line(self, index: int, width: int) -> Line:
+        row = self._rows[index]
         node = row.node
         total = max(1, self._tree.total_count)
         pct = f"{100 * node.total_count / total:6.1f}% {100 * node.self_count / total:6.1f}% "
-        text = Text(pct, style=self.style_of("calltree--pct"), end="")
+        line = Line().add(pct, self.style_of("calltree--pct"))
         extra = self.decorate(node, row.path) if self.decorate is not None else None
         if extra is not None:
-            text.append_text(extra)
-        used = text.cell_len
-        module_width = min(MODULE_WIDTH, max(0, width - used - 20))
-        label_width = max(1, width - used - module_width - 1)
-        text.append_text(self._label(row, label_width))
+            line.extend(extra)
+        module_width = min(MODULE_WIDTH, max(0, width - line.cells - 20))
+        label_width = max(1, width - line.cells - module_width - 1)
+        line.extend(self._label(row).cut(label_width))
         if module_width:
-            mod = Text(" " + module_name(node.module), style=self.style_of("rows--module"))
-            mod.truncate(module_width + 1, overflow="ellipsis", pad=True)
-            text.append_text(mod)
-        return text
+            line.add_fit(
+                " " + module_name(node.module), module_width + 1, self.style_of("rows--module")
+            )
+        return line
 
-    def _label(self, row: TreeRow, label_width: int) -> Text:
+    def _label(self, row: TreeRow) -> Line:
         node = row.node
         marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
-        label_style: Style | str = ""
+        label_style: Style | None = None
         if node.kernel:
             label_style = self.style_of("rows--kernel")
         elif node.unresolved or ("+0x" in node.label and node.module):
             label_style = self.style_of("calltree--unresolved")
-        label = Text("  " * row.depth + marker, end="")
-        label.append(node.label, label_style)
         if self.match is not None and self.match(node):
-            start = label.cell_len - len(node.label)
-            label.stylize(self.highlight_of("rows--match"), start, label.cell_len)
+            matched = self.highlight_of("rows--match")
+            label_style = label_style + matched if label_style is not None else matched
+        label = Line().add("  " * row.depth + marker).add(node.label, label_style)
         if node.inlined:
-            label.append(" (inlined)", self.style_of("rows--source"))
+            label.add(" (inlined)", self.style_of("rows--source"))
         if self.show_source and node.source:
-            label.append(f"  {node.source}", self.style_of("rows--source"))
-        label.truncate(label_width, overflow="ellipsis", pad=True)
+            label.add(f"  {node.source}", self.style_of("rows--source"))
         return label

@@ -71,7 +71,8 @@ class FlameView(CachedLinesView, can_focus=True):
         self._tree = CallNode("all")
         self._root_path: NodePath = ()
         self._rows: list[list[Span]] = []
-        self._width = 0
+        self._width = 0  # of the layout in _rows
+        self._stale = False  # _rows are not of the tree and zoom shown
         self.selected: NodePath = ()
         self.match: Match | None = None
         self.placeholder = "no samples yet"
@@ -82,17 +83,24 @@ class FlameView(CachedLinesView, can_focus=True):
         return self._rows
 
     def set_tree(self, tree: CallNode, root_path: NodePath = ()) -> None:
-        self._tree = tree
-        self._root_path = root_path if node_at(tree, root_path) is not None else ()
+        root_path = root_path if node_at(tree, root_path) is not None else ()
+        if tree is self._tree and root_path == self._root_path and not self._stale:
+            self._apply_follow()  # the layout stands (a view switch, no new tick)
+            return
+        self._tree, self._root_path = tree, root_path
+        self._stale = True
         self._layout()
 
     def set_options(self, *, match: Match | None) -> None:
         if match is not self.match:
             self.match = match
-            self.refresh()
+            self.redraw()
 
     def _layout(self) -> None:
-        width = self.scrollable_content_region.width or self.size.width
+        width = self.scrollable_content_region.width
+        if not width:  # hidden (a view switch): laid out when shown, in on_resize
+            return
+        self._stale = False
         self._width = width
         root = node_at(self._tree, self._root_path) or self._tree
         self._rows = flame_rows(root, self._root_path, width, MAX_DEPTH)
@@ -102,7 +110,7 @@ class FlameView(CachedLinesView, can_focus=True):
             self._apply_follow()
         self.virtual_size = Size(width, len(self._rows))
         self._scroll_selected_visible()
-        self.refresh()
+        self.redraw()
 
     def _nearest(self, path: NodePath) -> NodePath:
         """The selected path, or its nearest shown ancestor, or the root."""
@@ -120,16 +128,15 @@ class FlameView(CachedLinesView, can_focus=True):
     def select(self, path: NodePath) -> bool:
         if span_at(self._rows, path) is None:
             return False
-        self.selected = path
+        before, self.selected = self.selected, path
         self._scroll_selected_visible()
-        self.refresh()
+        root = len(self._root_path)
+        self.redraw_lines(len(before) - root, len(path) - root)  # the rows of both boxes
         return True
 
     def follow(self, key: NodeKey) -> None:
-        """Select the hottest box of a function (now, or once laid out)."""
+        """Select the hottest box of a function at the next ``set_tree`` (or layout)."""
         self._pending = key
-        if self._rows:
-            self._apply_follow()
 
     def _apply_follow(self) -> None:
         key, self._pending = self._pending, None
@@ -148,12 +155,14 @@ class FlameView(CachedLinesView, can_focus=True):
 
     def _scroll_selected_visible(self) -> None:
         depth = len(self.selected) - len(self._root_path)
-        height = max(1, self.scrollable_content_region.height)
+        height = self.scrollable_content_region.height
+        if not height:
+            return  # hidden
         top = round(self.scroll_y)
         if depth < top:
-            self.scroll_to(y=depth, animate=False, immediate=True)
+            self.scroll_to_line(depth)
         elif depth >= top + height:
-            self.scroll_to(y=depth - height + 1, animate=False, immediate=True)
+            self.scroll_to_line(depth - height + 1)
 
     def action_parent(self) -> None:
         if len(self.selected) > len(self._root_path):
@@ -219,5 +228,5 @@ class FlameView(CachedLinesView, can_focus=True):
         return style
 
     def on_resize(self) -> None:
-        if (self.scrollable_content_region.width or self.size.width) != self._width:
+        if self._stale or self.scrollable_content_region.width != self._width:
             self._layout()

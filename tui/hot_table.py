@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.events import Click
 
 from bpftop.tui.calltree_view import module_name
+from bpftop.tui.line import Line
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.views import HOT_COLUMNS, Match, NodeKey, sort_hot, trend
@@ -24,7 +24,11 @@ from bpftop.tui.rows_view import RowsView
 MAX_ROWS = 200
 COLUMNS = (("self %", 7), ("total %", 7), ("samples", 9), ("function", 44), ("module", 32))
 DELTA_COLUMNS = (("Δself", 6), ("Δtotal", 6))
-TREND_STYLES = {"▲": "bold red", "▼": "green", "+": "bold magenta"}
+TREND_STYLES = {
+    "▲": Style(color="red", bold=True),
+    "▼": Style(color="green"),
+    "+": Style(color="magenta", bold=True),
+}
 
 
 def fn_key(fn: HotFunction) -> NodeKey:
@@ -45,6 +49,7 @@ class HotTable(RowsView):
     """Functions by the chosen column."""
 
     header_lines = 1
+    header_component = "hot--header"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "next_sort", "Sort"),
@@ -65,6 +70,7 @@ class HotTable(RowsView):
         self._trends: dict[NodeKey, str] = {}
         self._rows: list[HotFunction] = []
         self._selected: NodeKey | None = None
+        self._follow: NodeKey | None = None  # a function to select at the next fill
         self._stale = False
         self.sort_column = "self"
         self.descending = True
@@ -99,7 +105,7 @@ class HotTable(RowsView):
         ``unit`` "ns": the counts are time, shown in a time column."""
         if unit != self.unit:
             self.unit = unit
-            self.refresh()
+            self.redraw()
         if hot is not self._hot or total != self._total:
             denom = max(1, total)
             shares = {fn_key(f): 100 * f.self_count / denom for f in hot}
@@ -111,17 +117,21 @@ class HotTable(RowsView):
             self._stale = True
         if fill and self._stale:
             self._fill()
+        if fill and self._follow is not None:
+            key, self._follow = self._follow, None
+            if key != self.selected_key() and any(fn_key(fn) == key for fn in self._rows):
+                self.move_cursor(self._index_of(key))
 
     def set_options(self, *, match: Match | None, show_source: bool) -> None:
         if match is not self.match or show_source != self.show_source:
             self.match, self.show_source = match, show_source
-            self.refresh()
+            self.redraw()
 
     def set_baseline(self, baseline: Baseline | None) -> None:
         """Show Δ self % / Δ total % columns against ``baseline`` (None hides them)."""
         if baseline is not self.baseline:
             self.baseline = baseline
-            self.refresh()
+            self.redraw()
 
     def _fill(self) -> None:
         self._stale = False
@@ -144,8 +154,8 @@ class HotTable(RowsView):
         return fn_key(self._rows[self._cursor]) if self._rows else None
 
     def follow(self, key: NodeKey) -> None:
-        if any(fn_key(fn) == key for fn in self._rows) and self.selected_key() != key:
-            self.move_cursor(self._index_of(key))
+        """Select a function (another view's selection) at the next filled update."""
+        self._follow = key
 
     # -- sorting --------------------------------------------------------------
     def action_next_sort(self) -> None:
@@ -189,7 +199,7 @@ class HotTable(RowsView):
             x += w + 1
         return spans
 
-    def header_text(self, line: int, width: int) -> Text:
+    def header_line(self, line: int, width: int) -> Line:
         arrow = "▼" if self.descending else "▲"
         names = [title for title, _ in COLUMNS]
         names[2] = "time" if self.unit == "ns" else names[2]
@@ -198,46 +208,46 @@ class HotTable(RowsView):
             for title, key in zip(names, HOT_COLUMNS, strict=True)
         ]
         titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
-        cells = [Text(t) for t in titles]
-        return self._join(cells, self.highlight_of("hot--header"), numeric=3)
+        return self._join([Line().add(t) for t in titles], numeric=3)
 
     def row_texts(self, index: int) -> tuple[str, ...]:
         """Row ``index``'s cells as plain text (for tests and search)."""
         return tuple(cell.plain for cell in self._cells(self._rows[index]))
 
-    def row_text(self, index: int, width: int) -> Text:
-        return self._join(self._cells(self._rows[index]), Style(), numeric=3)
+    def row_line(self, index: int, width: int) -> Line:
+        return self._join(self._cells(self._rows[index]), numeric=3)
 
-    def _join(self, cells: list[Text], style: Style, numeric: int) -> Text:
-        text = Text(style=style, end="", no_wrap=True)
+    def _join(self, cells: list[Line], numeric: int) -> Line:
+        """Cells in their columns: numbers (and the Δ columns) right-aligned."""
+        line = Line()
         for i, (cell, (_, width)) in enumerate(zip(cells, self._layout(), strict=False)):
             if i:
-                text.append(" ")
-            if i < numeric or i >= len(COLUMNS) + 1:
-                cell.align("right", width)
+                line.add(" ")
+            if (i < numeric or i >= len(COLUMNS) + 1) and cell.cells < width:
+                line.add(" " * (width - cell.cells)).extend(cell)
             else:
-                cell.truncate(width, overflow="ellipsis", pad=True)
-            text.append_text(cell)
-        return text
+                line.extend(cell.cut(width))
+        return line
 
-    def _cells(self, fn: HotFunction) -> list[Text]:
+    def _cells(self, fn: HotFunction) -> list[Line]:
         denom = max(1, self._total)
-        label = Text()
-        label.append(fn.label, self.style_of("rows--kernel") if fn.kernel else "")
+        style = self.style_of("rows--kernel") if fn.kernel else None
         if self.match is not None and self.match(CallNode(fn.label, fn.module, fn.kernel)):
-            label.stylize(self.highlight_of("rows--match"))
+            matched = self.highlight_of("rows--match")
+            style = style + matched if style is not None else matched
+        label = Line().add(fn.label, style)
         if self.show_source and fn.source:
-            label.append(f"  {fn.source}", self.style_of("rows--source"))
+            label.add(f"  {fn.source}", self.style_of("rows--source"))
         marker = self._trends.get(fn_key(fn), " ")
         cells = [
-            Text(f"{100 * fn.self_count / denom:6.1f}"),
-            Text(f"{100 * fn.total_count / denom:6.1f}"),
-            Text(format_amount(fn.self_count, self.unit)),
+            Line().add(f"{100 * fn.self_count / denom:6.1f}"),
+            Line().add(f"{100 * fn.total_count / denom:6.1f}"),
+            Line().add(format_amount(fn.self_count, self.unit)),
             label,
-            Text().append(module_name(fn.module), self.style_of("rows--module")),
-            Text(marker, style=TREND_STYLES.get(marker, "")),
+            Line().add(module_name(fn.module), self.style_of("rows--module")),
+            Line().add(marker, TREND_STYLES.get(marker)),
         ]
         if self.baseline is not None:
             for d in self.baseline.function_delta(fn, self._total):
-                cells.append(Text(format_delta(d), style=delta_style(d)))
+                cells.append(Line().add(format_delta(d), Style.parse(delta_style(d))))
         return cells

@@ -8,39 +8,96 @@ the profile holds. An optional fixed header takes the first ``header_lines``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.events import MouseScrollDown, MouseScrollUp
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from bpftop.tui.line import Line
+
 
 class CachedLinesView(ScrollView):
-    """A Line-API view that draws each line once per refresh.
+    """A Line-API view that draws each line once until its content changes.
 
     Textual asks for a line several times per refresh (a view switch renders
-    the screen more than once); subclasses draw in ``draw_line``, and what they
-    drew is kept until ``refresh``. The first ``header_lines`` do not scroll.
+    the screen more than once, a scroll repaints every line); subclasses draw
+    in ``draw_line``, and what they drew is kept, by content line (screen line
+    plus scroll offset), until ``redraw()`` (the content changed),
+    ``redraw_lines`` (these lines changed) or a style change. Textual's own
+    ``refresh`` only repaints. The first ``header_lines`` do not scroll.
+
+    No scrollbars: keys move through the rows, the wheel scrolls. A shown
+    scrollbar cost 2-3 ms a frame, and its appearing a second layout pass.
+    """
+
+    DEFAULT_CSS = """
+    CachedLinesView { overflow-x: hidden; overflow-y: hidden; }
     """
 
     header_lines = 0
+    header_component = ""  # the header lines' style (a component class), if any
+    WHEEL_LINES = 3
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._lines: dict[tuple[int, int], Strip] = {}  # (y + scroll, width) -> drawn line
+        self._lines: dict[int, Strip] = {}  # content line -> drawn line
+        self._drawn_width = 0  # of the lines in _lines
+        self._drawn_styles: tuple[Style, ...] = ()  # the component styles they were drawn with
+        self._styles_checked = False
 
-    def refresh(self, *regions: Any, **kwargs: Any) -> Self:
-        """Redraw: anything may have changed, so drawn lines are forgotten."""
+    def redraw(self) -> None:
+        """The content changed: draw every line again."""
         self._lines = {}
-        return super().refresh(*regions, **kwargs)
+        self.refresh()
+
+    def redraw_lines(self, *lines: int) -> None:
+        """These content lines changed: draw them again (no other line is repainted)."""
+        top = round(self.scroll_y)
+        height = self.scrollable_content_region.height
+        for line in lines:
+            self._lines.pop(line, None)
+            y = line if line < self.header_lines else line - top
+            if 0 <= y < height:
+                self.refresh(Region(0, y, self._drawn_width or self.size.width, 1))
+
+    def notify_style_update(self) -> None:
+        """Styles changed (a theme, or only the focus border): before the next
+        line is drawn, see whether a component style the lines use changed."""
+        super().notify_style_update()
+        self._styles_checked = False
+
+    def _check_styles(self) -> None:
+        used = tuple(
+            self.get_component_rich_style(name) for name in sorted(self._get_component_classes())
+        )
+        if used != self._drawn_styles:
+            self._lines, self._drawn_styles = {}, used
+        self._styles_checked = True
+
+    def scroll_to_line(self, y: float) -> None:
+        """Scroll now so that content line ``y`` is at the top (overflow is hidden)."""
+        self.scroll_to(y=y, animate=False, immediate=True, force=True)
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        self.scroll_to_line(self.scroll_y + self.WHEEL_LINES)
+        event.stop()
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self.scroll_to_line(self.scroll_y - self.WHEEL_LINES)
+        event.stop()
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        key = (y if y < self.header_lines else y + round(self.scroll_y), width)
+        if width != self._drawn_width:
+            self._lines, self._drawn_width = {}, width
+        if not self._styles_checked:
+            self._check_styles()
+        key = y if y < self.header_lines else y + round(self.scroll_y)
         line = self._lines.get(key)
         if line is None:
             line = self._lines[key] = self.draw_line(y, width)
@@ -94,6 +151,7 @@ class RowsView(CachedLinesView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._cursor = 0
+        self._styles: dict[str, Style] = {}  # style_of, until the styles change
         self.placeholder = "no samples yet"
 
     # -- what subclasses provide ----------------------------------------------
@@ -101,13 +159,13 @@ class RowsView(CachedLinesView, can_focus=True):
     def row_count(self) -> int:
         raise NotImplementedError
 
-    def row_text(self, index: int, width: int) -> Text:
-        """Row ``index`` as text of ``width`` cells."""
+    def row_line(self, index: int, width: int) -> Line:
+        """Row ``index`` in ``width`` cells (longer is cut, shorter padded)."""
         raise NotImplementedError
 
-    def header_text(self, line: int, width: int) -> Text:
+    def header_line(self, line: int, width: int) -> Line:
         """Fixed header line ``line`` (only when ``header_lines`` > 0)."""
-        return Text()
+        return Line()
 
     def cursor_moved(self) -> None:
         """The cursor is on a new row (remember what it selects)."""
@@ -120,24 +178,41 @@ class RowsView(CachedLinesView, can_focus=True):
     def move_cursor(self, row: int) -> None:
         if not self.row_count:
             return
-        self._cursor = max(0, min(row, self.row_count - 1))
+        before, self._cursor = self._cursor, max(0, min(row, self.row_count - 1))
         self.cursor_moved()
         self.scroll_cursor_visible()
-        self.refresh()
+        self.redraw_lines(before + self.header_lines, self._cursor + self.header_lines)
 
     def rows_changed(self) -> None:
         """Call after the rows change: resize the scroll area, redraw."""
-        self.virtual_size = Size(self.size.width, self.row_count + self.header_lines)
+        self.virtual_size = Size(0, self.row_count + self.header_lines)  # lines are cut to width
         self.scroll_cursor_visible()
-        self.refresh()
+        self.show_range()
+        self.redraw()
+
+    def show_range(self) -> None:
+        """``rows 46-90 of 480`` under the view, when not every row fits (no scrollbar)."""
+        height = self.scrollable_content_region.height - self.header_lines
+        top = round(self.scroll_y)
+        shown = ""
+        if 0 < height < self.row_count:
+            shown = f"rows {top + 1:,}-{min(self.row_count, top + height):,} of {self.row_count:,}"
+        if shown != (self.border_subtitle or ""):
+            self.border_subtitle = shown
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.show_range()
 
     def scroll_cursor_visible(self) -> None:
+        if not self.scrollable_content_region.height:
+            return  # hidden (a view switch): on_resize scrolls once it is shown
         height = max(1, self.scrollable_content_region.height - self.header_lines)
         top = round(self.scroll_y)
         if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)
+            self.scroll_to_line(self._cursor)
         elif self._cursor >= top + height:
-            self.scroll_to(y=self._cursor - height + 1, animate=False, immediate=True)
+            self.scroll_to_line(self._cursor - height + 1)
 
     def _page(self) -> int:
         return max(1, self.scrollable_content_region.height - self.header_lines - 1)
@@ -163,7 +238,8 @@ class RowsView(CachedLinesView, can_focus=True):
     # -- rendering ------------------------------------------------------------
     def draw_line(self, y: int, width: int) -> Strip:
         if y < self.header_lines:
-            return self._strip(self.header_text(y, width), width)
+            over = self.highlight_of(self.header_component) if self.header_component else None
+            return self.header_line(y, width).strip(width, over)
         index = y - self.header_lines + round(self.scroll_y)
         if not self.row_count:
             if y == self.header_lines:
@@ -172,30 +248,37 @@ class RowsView(CachedLinesView, can_focus=True):
             return Strip.blank(width)
         if index >= self.row_count:
             return Strip.blank(width)
-        text = self.row_text(index, width)
+        over = None
         if index == self._cursor:
-            cursor = "rows--cursor" if self.has_focus else "rows--cursor-blurred"
-            text.stylize(self.get_component_rich_style(cursor))
-        return self._strip(text, width)
-
-    def _strip(self, text: Text, width: int) -> Strip:
-        return Strip(list(text.render(self.app.console))).crop_extend(0, width, None)
+            over = self.highlight_of("rows--cursor" if self.has_focus else "rows--cursor-blurred")
+        return self.row_line(index, width).strip(width, over)
 
     def style_of(self, name: str) -> Style:
         """A component's text style without its background (rows keep the view's,
         or the cursor's); ``highlight_of`` keeps the background."""
-        full = self.get_component_rich_style(name)
-        return Style(color=full.color, bold=full.bold, italic=full.italic, underline=full.underline)
+        style = self._styles.get(name)
+        if style is None:
+            full = self.get_component_rich_style(name)
+            style = Style(
+                color=full.color, bold=full.bold, italic=full.italic, underline=full.underline
+            )
+            self._styles[name] = style
+        return style
 
     def highlight_of(self, name: str) -> Style:
         return self.get_component_rich_style(name)
 
+    def notify_style_update(self) -> None:
+        self._styles = {}
+        super().notify_style_update()
+
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, self.row_count + self.header_lines)
+        self.virtual_size = Size(0, self.row_count + self.header_lines)  # lines are cut to width
         self.scroll_cursor_visible()
+        self.show_range()
 
     def on_focus(self) -> None:
-        self.refresh()
+        self.redraw_lines(self._cursor + self.header_lines)  # focused and blurred cursors differ
 
     def on_blur(self) -> None:
-        self.refresh()
+        self.redraw_lines(self._cursor + self.header_lines)

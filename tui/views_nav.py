@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from rich.style import Style
 from rich.text import Text
 
 from bpftop.tui.calltree_view import CallTreeView
 from bpftop.tui.flame_view import FlameView
 from bpftop.tui.hot_table import HotTable
+from bpftop.tui.line import Line
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodePath, next_match, node_at
@@ -109,16 +111,16 @@ def _jump_table(table: HotTable, match: Match, step: int) -> bool:
 
 def delta_decorator(
     baseline: Baseline | None, view: CallTreeView
-) -> Callable[[CallNode, NodePath], Text | None]:
+) -> Callable[[CallNode, NodePath], Line | None]:
     """The tree's extra column: Δ self % and Δ total % of each row vs. ``baseline``."""
 
-    def decorate(node: CallNode, path: NodePath) -> Text | None:
+    def decorate(node: CallNode, path: NodePath) -> Line | None:
         if baseline is None:
             return None
-        text = Text(end="")
+        line = Line()
         for value in baseline.node_delta(node, path, view.call_tree.total_count):
-            text.append(format_delta(value), delta_style(value))
-            text.append(" ")
-        return text
+            line.add(format_delta(value), Style.parse(delta_style(value)))
+            line.add(" ")
+        return line
 
     return decorate

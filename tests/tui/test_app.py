@@ -197,7 +197,7 @@ async def test_hot_table_keys_and_selection_survive_ticks() -> None:
         assert table.row_texts(table.cursor_row)[3] == "leaf_b"
         await pilot.press("k")
         assert table.row_texts(table.cursor_row)[3] == "leaf_a"
-        assert "self %▼" in table.header_text(0, 120).plain, "sorted by self, descending"
+        assert "self %▼" in table.header_line(0, 120).plain, "sorted by self, descending"
 
 
 async def test_w_writes_the_shown_tree_as_folded(tmp_path: Path) -> None:
@@ -343,5 +343,5 @@ async def test_top_shows_time_for_time_probes() -> None:
         await pilot.pause()
         await pilot.press("1")
         table = app.hot_table
-        assert "time" in table.header_text(0, 120).plain
+        assert "time" in table.header_line(0, 120).plain
         assert [table.row_texts(i)[2] for i in range(2)] == ["2.5 s", "40 ms"]
