@@ -7,14 +7,17 @@ entries used vs. max, key/value sizes) and what profiling costs.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.strip import Strip
 
 from bpftop.tui.model.snapshot import MapUsage, Snapshot
+from bpftop.tui.rows_view import CachedLinesView
 
 FULL_MAP = 0.9  # a map this full may start dropping entries
 
@@ -127,15 +130,53 @@ def _bad(n: int) -> Text:
     return Text(f"{n:,}", "bold red" if n else "")
 
 
-class DiagnosticsView(VerticalScroll, can_focus=True):
-    """A scrollable page rebuilt from each snapshot (it is small)."""
+class DiagnosticsView(CachedLinesView, can_focus=True):
+    """The page for one snapshot, rendered to lines once (a Static in a
+    scroll container had rich lay its tables out two or three times per update,
+    and every update took a layout pass: 50 ms for the first switch to it)."""
 
-    body: RenderableType = ""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "scroll_by(-1)", "Up", show=False),
+        Binding("down,j", "scroll_by(1)", "Down", show=False),
+        Binding("pageup", "scroll_by(-20)", "Page up", show=False),
+        Binding("pagedown", "scroll_by(20)", "Page down", show=False),
+        Binding("home", "scroll_by(-1_000_000)", "First", show=False),
+        Binding("end", "scroll_by(1_000_000)", "Last", show=False),
+    ]
+    range_noun = "lines"
 
-    def compose(self) -> ComposeResult:
-        self.body = diagnostics(None)
-        yield Static(self.body, id="diag-body")
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.body: RenderableType = diagnostics(None)
+        self._shown: Snapshot | None = None
+        self._page: list[Strip] = []  # body rendered at _page_width
+        self._page_width = 0
 
     def update_from(self, snapshot: Snapshot | None) -> None:
+        if snapshot is self._shown and self._page:
+            return  # a view switch between ticks: the page stands
+        self._shown = snapshot
         self.body = diagnostics(snapshot)
-        self.query_one("#diag-body", Static).update(self.body)
+        self._render_page()
+
+    def _render_page(self) -> None:
+        width = self.content_size.width
+        if not width:
+            return  # not laid out yet: on_resize renders it
+        console = self.app.console
+        lines = console.render_lines(self.body, console.options.update_width(width), pad=True)
+        self._page = [Strip(line, width) for line in lines]
+        self._page_width = width
+        self.virtual_size = Size(0, len(self._page))
+        self.redraw()
+
+    def on_resize(self) -> None:
+        if self.content_size.width != self._page_width:
+            self._render_page()
+
+    def action_scroll_by(self, lines: int) -> None:
+        self.scroll_to_line(self.scroll_y + lines)
+
+    def draw_line(self, y: int, width: int) -> Strip:
+        index = y + round(self.scroll_y)
+        return self._page[index] if index < len(self._page) else Strip.blank(width)

@@ -1,7 +1,8 @@
 """The flame graph (icicle: root on top) as a Line-API widget.
 
 The layout (``model.flame.flame_rows``) is recomputed when the tree, the zoom
-or the width changes; ``render_line`` only paints the spans of one row.
+or the width changes (the last few zooms of a tree are kept: zooming back out
+costs nothing); ``render_line`` only paints the spans of one row.
 Boxes are colored by kind (user code by module, kernel, inlined, unknown);
 arrows move between boxes, ``Enter`` asks the app to zoom.
 """
@@ -9,10 +10,10 @@ arrows move between boxes, ``Enter`` asks the app to zoom.
 from __future__ import annotations
 
 import functools
+import itertools
 import zlib
 from typing import ClassVar
 
-from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
@@ -20,35 +21,40 @@ from textual.message import Message
 from textual.strip import Strip
 
 from bpftop.tui.calltree_view import module_name
+from bpftop.tui.line import Line
 from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
 from bpftop.tui.rows_view import CachedLinesView
 
 MAX_DEPTH = 256
+KEPT_LAYOUTS = 8
 USER_COLORS = ("#b35900", "#a64d00", "#b36b00", "#995c00", "#b34700", "#8c5a1a")
 KIND_COLORS = {"kernel": "#2f6f8f", "inlined": "#3f7f3f", "unknown": "#7f3f3f"}
 TEXT = Style(color="#f0f0f0")
 SELECTED = Style(reverse=True, bold=True)
 MATCHED = Style(bgcolor="#b000b0", bold=True)
+PLACEHOLDER = Style(italic=True, dim=True)
 
 
 def box_style(node: CallNode) -> Style:
     """Background by kind; user frames by a stable hash of their module."""
     kind = frame_kind(node)
-    return _kind_style(kind, module_name(node.module) if kind == "user" else "")
+    return _kind_style(kind, node.module if kind == "user" else "")
 
 
 @functools.cache
 def _kind_style(kind: str, module: str) -> Style:
     if kind != "user":
         return TEXT + Style(bgcolor=KIND_COLORS[kind])
-    index = zlib.crc32(module.encode()) % len(USER_COLORS)
+    index = zlib.crc32(module_name(module).encode()) % len(USER_COLORS)
     return TEXT + Style(bgcolor=USER_COLORS[index])
 
 
 class FlameView(CachedLinesView, can_focus=True):
     """Icicle graph of the (zoomed) tree; one selected box."""
+
+    range_noun = "levels"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "parent", "Parent", show=False),
@@ -73,6 +79,7 @@ class FlameView(CachedLinesView, can_focus=True):
         self._rows: list[list[Span]] = []
         self._width = 0  # of the layout in _rows
         self._stale = False  # _rows are not of the tree and zoom shown
+        self._layouts: dict[tuple[NodePath, int], list[list[Span]]] = {}  # of _tree
         self.selected: NodePath = ()
         self.match: Match | None = None
         self.placeholder = "no samples yet"
@@ -87,6 +94,8 @@ class FlameView(CachedLinesView, can_focus=True):
         if tree is self._tree and root_path == self._root_path and not self._stale:
             self._apply_follow()  # the layout stands (a view switch, no new tick)
             return
+        if tree is not self._tree:
+            self._layouts.clear()
         self._tree, self._root_path = tree, root_path
         self._stale = True
         self._layout()
@@ -97,20 +106,31 @@ class FlameView(CachedLinesView, can_focus=True):
             self.redraw()
 
     def _layout(self) -> None:
-        width = self.scrollable_content_region.width
-        if not width:  # hidden (a view switch): laid out when shown, in on_resize
+        width = self.content_size.width
+        if not width:  # not mounted: laid out when shown, in on_resize
             return
         self._stale = False
         self._width = width
-        root = node_at(self._tree, self._root_path) or self._tree
-        self._rows = flame_rows(root, self._root_path, width, MAX_DEPTH)
+        self._rows = self._rows_of(self._root_path, width)
         if self._rows and span_at(self._rows, self.selected) is None:
             self.selected = self._nearest(self.selected)
         if self._rows and self._pending is not None:
             self._apply_follow()
-        self.virtual_size = Size(width, len(self._rows))
+        self.virtual_size = Size(0, len(self._rows))  # lines are cut to width
         self._scroll_selected_visible()
         self.redraw()
+
+    def _rows_of(self, root_path: NodePath, width: int) -> list[list[Span]]:
+        """The layout of the tree zoomed to ``root_path``: kept for the last few
+        zooms of this tree, so zooming back out (or in again) is not laid out again."""
+        rows = self._layouts.pop((root_path, width), None)
+        if rows is None:
+            root = node_at(self._tree, root_path) or self._tree
+            rows = flame_rows(root, root_path, width, MAX_DEPTH)
+        self._layouts[root_path, width] = rows  # the most recent last
+        while len(self._layouts) > KEPT_LAYOUTS:
+            del self._layouts[next(iter(self._layouts))]
+        return rows
 
     def _nearest(self, path: NodePath) -> NodePath:
         """The selected path, or its nearest shown ancestor, or the root."""
@@ -155,9 +175,9 @@ class FlameView(CachedLinesView, can_focus=True):
 
     def _scroll_selected_visible(self) -> None:
         depth = len(self.selected) - len(self._root_path)
-        height = self.scrollable_content_region.height
+        height = self.content_size.height
         if not height:
-            return  # hidden
+            return  # not laid out yet
         top = round(self.scroll_y)
         if depth < top:
             self.scroll_to_line(depth)
@@ -193,23 +213,34 @@ class FlameView(CachedLinesView, can_focus=True):
         depth = y + round(self.scroll_y)
         if not self._rows:
             if y == 0:
-                return Strip([Segment(self.placeholder, Style(italic=True, dim=True))]).crop_extend(
-                    0, width, None
-                )
+                return Line().add(self.placeholder, PLACEHOLDER).strip(width)
             return Strip.blank(width)
         if depth >= len(self._rows):
             return Strip.blank(width)
-        return Strip(self._segments(self._rows[depth])).crop_extend(0, width, None)
+        return self._line(self._rows[depth]).strip(width)
 
-    def _segments(self, row: list[Span]) -> list[Segment]:
-        segments: list[Segment] = []
+    def _line(self, row: list[Span]) -> Line:
+        """The row's boxes; neighbours of one style make one segment (fewer for
+        Textual to process: a wide row has hundreds of one-cell boxes)."""
+        pieces: list[tuple[str, Style | None]] = []
+        selected = self.selected if row and len(row[0].path) == len(self.selected) else None
+        match = self.match
         at = 0
         for span in row:
             if span.x > at:
-                segments.append(Segment(" " * (span.x - at)))
-            segments.append(Segment(self._box_text(span), self._box_style(span)))
+                pieces.append((" " * (span.x - at), None))
+            style = box_style(span.node)
+            if match is not None and match(span.node):
+                style += MATCHED
+            if selected is not None and span.path[-1:] == selected[-1:] and span.path == selected:
+                style += SELECTED
+            pieces.append((self._box_text(span), style))
             at = span.x + span.width
-        return segments
+        line = Line()
+        for _, run in itertools.groupby(pieces, key=lambda piece: id(piece[1])):
+            texts = list(run)
+            line.add("".join(text for text, _ in texts), texts[0][1])
+        return line
 
     def _box_text(self, span: Span) -> str:
         label = span.node.label
@@ -219,14 +250,6 @@ class FlameView(CachedLinesView, can_focus=True):
         text = label if len(label) <= room else label[: max(0, room - 1)] + "…"
         return (text + " " * room)[:room] + "▏"
 
-    def _box_style(self, span: Span) -> Style:
-        style = box_style(span.node)
-        if self.match is not None and self.match(span.node):
-            style += MATCHED
-        if span.path == self.selected:
-            style += SELECTED
-        return style
-
     def on_resize(self) -> None:
-        if self._stale or self.scrollable_content_region.width != self._width:
+        if self._stale or self.content_size.width != self._width:
             self._layout()

@@ -17,6 +17,7 @@ from textual.events import MouseScrollDown, MouseScrollUp
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from bpftop.tui.line import Line
 
@@ -41,6 +42,7 @@ class CachedLinesView(ScrollView):
 
     header_lines = 0
     header_component = ""  # the header lines' style (a component class), if any
+    range_noun = "rows"  # what the range under the view counts
     WHEEL_LINES = 3
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -49,6 +51,17 @@ class CachedLinesView(ScrollView):
         self._drawn_width = 0  # of the lines in _lines
         self._drawn_styles: tuple[Style, ...] = ()  # the component styles they were drawn with
         self._styles_checked = False
+
+    @property
+    def content_size(self) -> Size:
+        """Cells per line and lines; while hidden (before a view switch shows it)
+        the size it will have: its parent's, less its own border and padding."""
+        size = self.scrollable_content_region.size
+        if not size and isinstance(self.parent, Widget):
+            gutter = self.styles.gutter
+            parent = self.parent.scrollable_content_region.size
+            size = Size(max(0, parent.width - gutter.width), max(0, parent.height - gutter.height))
+        return size
 
     def redraw(self) -> None:
         """The content changed: draw every line again."""
@@ -78,6 +91,27 @@ class CachedLinesView(ScrollView):
         if used != self._drawn_styles:
             self._lines, self._drawn_styles = {}, used
         self._styles_checked = True
+
+    def show_range(self) -> None:
+        """``rows 46-90 of 480`` under the view, when not every line fits (no scrollbar)."""
+        height = self.content_size.height - self.header_lines
+        count = self.virtual_size.height - self.header_lines
+        top = round(self.scroll_y)
+        shown = ""
+        if 0 < height < count:
+            shown = f"{self.range_noun} {top + 1:,}-{min(count, top + height):,} of {count:,}"
+        if shown != (self.border_subtitle or ""):
+            self.border_subtitle = shown
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.show_range()
+
+    def watch_virtual_size(self) -> None:
+        self.show_range()
+
+    def on_resize(self) -> None:
+        self.show_range()
 
     def scroll_to_line(self, y: float) -> None:
         """Scroll now so that content line ``y`` is at the top (overflow is hidden)."""
@@ -187,27 +221,12 @@ class RowsView(CachedLinesView, can_focus=True):
         """Call after the rows change: resize the scroll area, redraw."""
         self.virtual_size = Size(0, self.row_count + self.header_lines)  # lines are cut to width
         self.scroll_cursor_visible()
-        self.show_range()
         self.redraw()
 
-    def show_range(self) -> None:
-        """``rows 46-90 of 480`` under the view, when not every row fits (no scrollbar)."""
-        height = self.scrollable_content_region.height - self.header_lines
-        top = round(self.scroll_y)
-        shown = ""
-        if 0 < height < self.row_count:
-            shown = f"rows {top + 1:,}-{min(self.row_count, top + height):,} of {self.row_count:,}"
-        if shown != (self.border_subtitle or ""):
-            self.border_subtitle = shown
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        self.show_range()
-
     def scroll_cursor_visible(self) -> None:
-        if not self.scrollable_content_region.height:
-            return  # hidden (a view switch): on_resize scrolls once it is shown
-        height = max(1, self.scrollable_content_region.height - self.header_lines)
+        height = self.content_size.height - self.header_lines
+        if height <= 0:
+            return  # not laid out yet: on_resize scrolls
         top = round(self.scroll_y)
         if self._cursor < top:
             self.scroll_to_line(self._cursor)
@@ -275,7 +294,6 @@ class RowsView(CachedLinesView, can_focus=True):
     def on_resize(self) -> None:
         self.virtual_size = Size(0, self.row_count + self.header_lines)  # lines are cut to width
         self.scroll_cursor_visible()
-        self.show_range()
 
     def on_focus(self) -> None:
         self.redraw_lines(self._cursor + self.header_lines)  # focused and blurred cursors differ

@@ -148,6 +148,16 @@ def test_flame_rows_layout() -> None:
     assert zoomed[0][0].path == path("main") and zoomed[1][0].path == path("main", "a")
 
 
+def test_flame_leaves_out_boxes_narrower_than_a_cell() -> None:
+    p = Profile()
+    p.add("app", [Frame("main", M, 0), Frame("wide", M, 0)], 99)
+    p.add("app", [Frame("main", M, 0), Frame("thin", M, 0)], 1)
+    narrow = flame_rows(p.tree(), (), 50, 10)  # thin: half a cell
+    assert [s.node.label for s in narrow[3]] == ["wide"]
+    wide = flame_rows(p.tree(), (), 100, 10)  # thin: one cell
+    assert [(s.node.label, s.width) for s in wide[3]] == [("wide", 99), ("thin", 1)]
+
+
 def test_frame_kind_and_profile_source() -> None:
     p = Profile()
     p.add("app", [Frame("f", M, 0, file="/src/x.c", line=7), Frame("g", M, 0, inlined=True),

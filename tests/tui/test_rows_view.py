@@ -119,3 +119,43 @@ async def test_no_range_when_every_row_fits() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert not app.tree_view.border_subtitle
+
+
+async def test_a_view_switch_draws_each_line_of_the_view_once() -> None:
+    """Focus, the followed selection and the scroll are settled before the view is drawn."""
+    app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        tree = app.tree_view
+        await pilot.press("down", "right", "end", "1", "home", "down", "down")
+        await pilot.pause()
+        drawn = counting_draws(tree)
+        await pilot.press("2")
+        await pilot.pause()
+        height = tree.scrollable_content_region.height
+        assert tree.rows[tree.cursor].node.label == "fn_002", "the top table's selection"
+        assert sorted(drawn) == list(range(height)), "each line once, not twice"
+        flame_drawn = counting_draws(app.flame_view)
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.flame_view.selected[-1][0] == "fn_002"
+        assert sorted(flame_drawn) == list(range(app.flame_view.size.height))
+
+
+async def test_a_focus_change_draws_only_the_cursor_row() -> None:
+    app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        tree = app.tree_view
+        await pilot.press("e")
+        await pilot.pause()
+        drawn = counting_draws(tree)
+        await pilot.press("slash")  # the search box takes the focus
+        await pilot.pause()
+        assert not tree.has_focus
+        assert drawn == [tree.cursor], "the cursor row turns to the blurred cursor"
+        assert app.search_input.has_focus
+        drawn.clear()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert tree.has_focus and drawn == [tree.cursor]

@@ -56,6 +56,27 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
         assert "bpftop CPU 1.8%" in text
 
 
+async def test_diagnostics_page_scrolls_and_follows_new_snapshots() -> None:
+    app, source = demo_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("5")
+        view = app.query_one("#diag", DiagnosticsView)
+        height = view.scrollable_content_region.height
+        lines = view.virtual_size.height
+        assert lines > height and str(view.border_subtitle) == f"lines 1-{height} of {lines}"
+        assert "stacks unreadable" in view.render_line(0).text
+        await pilot.press("end")
+        assert str(view.border_subtitle) == f"lines {lines - height + 1}-{lines} of {lines}"
+        assert "bpftop CPU 1.8%" in "".join(view.render_line(y).text for y in range(height))
+        await pilot.press("home")
+        assert "stacks unreadable" in view.render_line(0).text
+        first = demo_snapshot()
+        source.push(replace(first, seq=2, stats=replace(first.stats, total_samples=123_456)))
+        await pilot.pause()
+        assert "123,456" in "".join(view.render_line(y).text for y in range(height))
+
+
 async def test_diagnostics_says_trustworthy_when_nothing_lost() -> None:
     app = BpftopApp(FakeSource([snapshot_of(BASE)]), 1.0)
     async with app.run_test(size=SIZE) as pilot:
@@ -155,6 +176,27 @@ async def test_flame_navigation_and_shared_zoom() -> None:
         await pilot.press("4", "home", "backspace")
         assert flame.rows[0][0].node.label == "all"
         assert "all" in flame.render_line(0).text
+
+
+async def test_flame_keeps_the_layouts_of_one_tree_only() -> None:
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("4")
+        flame = app.flame_view
+        whole = flame.rows
+        await pilot.press("down", "down", "enter")
+        zoomed = flame.rows
+        assert zoomed[0][0].node.label != "all"
+        await pilot.press("backspace")
+        assert flame.rows is whole, "zooming back out: the same layout, not made again"
+        await pilot.press("enter")
+        assert flame.rows is zoomed
+        await pilot.press("2", "4")
+        assert flame.rows is zoomed, "a view switch without a new tick keeps the layout"
+        source.push(replace(demo_snapshot(), seq=2))  # the same profile, a new tree
+        await pilot.pause()
+        assert flame.rows is not zoomed and flame.rows[0][0].node.label == zoomed[0][0].node.label
 
 
 async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import NodePath
 
-MIN_CELLS = 0.5
-"""Children narrower than this are not laid out (nor is anything after them)."""
+MIN_CELLS = 1.0
+"""Children narrower than this are not laid out (nor is anything after them:
+children come widest first). At 0.5, 1,333 of the 1,386 boxes of bench.tui_bench's
+profile at 200 columns were one-cell slivers, and laying them out took 11 ms
+instead of 3."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,14 +40,13 @@ MAX_MEMO = 65_536
 class _Stack:
     """One distinct stack: its row in the stack table, and its counts."""
 
-    __slots__ = ("count", "frames", "pending", "process", "row")
+    __slots__ = ("count", "frames", "process", "row")
 
     def __init__(self, process: str, frames: tuple[Frame, ...], row: int, count: int) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
         self.row = row
         self.count = count  # samples of it in the profile, pending ones included
-        self.pending: int | None = None  # not yet applied to the arrays (None: not queued)
 
 
 def frame_key(frame: Frame) -> NodeKey:
@@ -81,7 +80,8 @@ class Profile:
         self.store = store
         self._stacks: dict[int, _Stack] = {}
         self._table = StackTable()
-        self._pending: list[_Stack] = []  # stacks with counts not yet applied
+        self._pending_rows: list[int] = []  # stack rows with counts not yet applied,
+        self._pending_counts: list[int] = []  # and those counts (a row may repeat)
         self._self: Counts = np.zeros(0, np.int64)
         self._total: Counts = np.zeros(0, np.int64)
         self._fn_self: Counts = np.zeros(0, np.int64)
@@ -134,11 +134,8 @@ class Profile:
 
     def _buffer(self, stack: _Stack, count: int) -> None:
         stack.count += count
-        if stack.pending is None:
-            stack.pending = count
-            self._pending.append(stack)
-        else:
-            stack.pending += count
+        self._pending_rows.append(stack.row)
+        self._pending_counts.append(count)
         self._tree = None
         self._hot = None
 
@@ -177,13 +174,11 @@ class Profile:
     def _flush(self) -> None:
         """Apply the buffered counts: one scatter-add per counter array."""
         self._fit()
-        if not self._pending:
+        if not self._pending_rows:
             return
-        stacks, self._pending = self._pending, []
-        rows = np.fromiter((s.row for s in stacks), np.int64, len(stacks))
-        counts = np.fromiter((s.pending for s in stacks), np.int64, len(stacks))
-        for stack in stacks:
-            stack.pending = None
+        rows = np.array(self._pending_rows, np.int64)
+        counts = np.array(self._pending_counts, np.int64)
+        self._pending_rows, self._pending_counts = [], []
         to = self._table.gather(rows, counts)
         np.add.at(self._total, to.nodes, to.node_counts)
         np.add.at(self._self, to.leaves, counts)
