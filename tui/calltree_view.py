@@ -158,7 +158,7 @@ class CallTreeView(RowsView):
         rows: list[TreeRow] = []
         zoom = node_at(self._tree, self._root_path) if self._root_path else None
         if zoom is not None:
-            rows.append(TreeRow(zoom, self._root_path, 0, bool(zoom.children)))
+            rows.append(TreeRow(zoom, self._root_path, 0, zoom.has_children))
             self._flatten(zoom, self._root_path, 0, rows)
         else:
             self._flatten(self._tree, (), -1, rows)
@@ -170,7 +170,7 @@ class CallTreeView(RowsView):
     def _flatten(self, node: CallNode, path: NodePath, depth: int, out: list[TreeRow]) -> None:
         for child in node.children:
             child_path = (*path, child.key)
-            expanded = bool(child.children) and self.is_expanded(child_path)
+            expanded = child.has_children and self.is_expanded(child_path)
             out.append(TreeRow(child, child_path, depth + 1, expanded))
             if expanded:
                 self._flatten(child, child_path, depth + 1, out)
@@ -201,7 +201,7 @@ class CallTreeView(RowsView):
 
     def action_expand(self) -> None:
         row = self._current()
-        if row is not None and row.node.children and not row.expanded:
+        if row is not None and row.node.has_children and not row.expanded:
             self._expanded[row.path] = True
             self._rebuild()
 
@@ -222,7 +222,7 @@ class CallTreeView(RowsView):
 
     def action_toggle_node(self) -> None:
         row = self._current()
-        if row is not None and row.node.children and row.path != self._root_path:
+        if row is not None and row.node.has_children and row.path != self._root_path:
             self._expanded[row.path] = not row.expanded
             self._rebuild()
 
@@ -261,7 +261,7 @@ class CallTreeView(RowsView):
 
     def _label(self, row: TreeRow) -> Line:
         node = row.node
-        marker = "▼ " if row.expanded else ("▶ " if node.children else "  ")
+        marker = "▼ " if row.expanded else ("▶ " if node.has_children else "  ")
         label_style: Style | None = None
         if node.kernel:
             label_style = self.style_of("rows--kernel")

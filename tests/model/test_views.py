@@ -265,6 +265,13 @@ SPECIAL = {  # frames that carry more than a name: kernel, a source line, inline
 
 
 @settings(max_examples=60, deadline=None)
+def assert_has_children_without_making_them(node: CallNode) -> None:
+    has = node.has_children  # asked first: a live node answers from its counts
+    assert has == bool(node.children)
+    for child in node.children:
+        assert_has_children_without_making_them(child)
+
+
 @given(
     st.lists(
         st.tuples(
@@ -287,10 +294,12 @@ def test_live_snapshot_views_equal_node_walks(
         frames = [SPECIAL.get(n) or u(n) for n in names]
         p.add(process, frames, count)
     live = p.tree()
+    assert_has_children_without_making_them(live)
     plain = eager(live)
     assert live == plain
     fn = ("k1", "[kernel]", True) if name == "k1" else key(name)
     assert callers_tree(live, fn) == callers_tree(plain, fn)
+    assert_has_children_without_making_them(callers_tree(live, fn))
     assert hottest_path_of(live, fn) == hottest_path_of(plain, fn)
     assert hot_from_tree(live) == hot_from_tree(plain) == p.hot_functions()
     match = lambda n: n.label == name  # noqa: E731
@@ -309,3 +318,6 @@ def test_live_snapshot_views_equal_node_walks(
         assert user == keep_frames(plain, keep)
         assert hot_from_tree(user) == hot_from_tree(keep_frames(plain, keep))
         assert filter_tree(user, match) == filter_tree(eager(user), match)
+    for process, names, count in stacks[::2]:  # a window's tail: nodes may fall to zero
+        p.remove(process, [SPECIAL.get(n) or u(n) for n in names], count)
+    assert_has_children_without_making_them(p.tree())

@@ -8,7 +8,7 @@ from textual.strip import Strip
 
 from bpftop.tui.app import BpftopApp
 from bpftop.tui.line import Line, fit
-from bpftop.tui.rows_view import CachedLinesView
+from bpftop.tui.lines_view import CachedLinesView
 from bpftop.tui.source import FakeSource
 
 from .helpers import snapshot_of

@@ -12,6 +12,7 @@ No Textual here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ from bpftop.tui.model.store import (
 
 Match = Callable[[CallNode], bool]
 Mask = npt.NDArray[np.bool_]
+Order = npt.NDArray[np.intp]
 
 
 def live_root(node: CallNode) -> LiveTree | None:
@@ -123,47 +125,118 @@ def _inverted(live: LiveTree, nodes: Ids, weights: Counts) -> tuple[CallNode, ..
     At each level a path's caller node is identified by (its node one level
     below, the caller's key): paths with the same callers so far merge.
     """
-    levels: list[tuple[Counts, Counts, Counts, Ids]] = []  # (group below, key, samples, a node)
+    levels: list[CallerLevel] = []
     group = np.zeros(len(nodes), np.int64)  # 0: the function itself
     keep = nodes != ROOT
     nodes, weights, group = nodes[keep], weights[keep], group[keep]
+    width = max(1, len(live.keys))
     while len(nodes):
-        pairs = np.stack([group, live.key_id[nodes].astype(np.int64)], axis=1)
-        unique, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        pairs = group * width + live.key_id[nodes]  # (node below, caller's key) as one number
+        unique, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
         samples = np.bincount(inverse, weights, len(unique)).astype(np.int64)
-        levels.append((unique[:, 0], unique[:, 1], samples, nodes[first]))
+        levels.append(CallerLevel(unique // width, unique % width, samples, nodes[first]))
         up = live.parent[nodes]
         keep = up != ROOT  # a process is the last caller of a path
         nodes, weights, group = up[keep], weights[keep], inverse[keep]
-    return _freeze_levels(live, levels)
+    if not levels:
+        return ()
+    return CallerLevels(live, levels).children(-1, 0)
 
 
-def _freeze_levels(
-    live: LiveTree, levels: list[tuple[Counts, Counts, Counts, Ids]]
-) -> tuple[CallNode, ...]:
-    """Plain nodes from the deepest level up; each level's children by parent group.
-    A caller's source line and flags are those of one of the nodes it merges."""
-    below: dict[int, list[CallNode]] = {}
-    for parents, key_ids, totals, origins in reversed(levels):
-        here: dict[int, list[CallNode]] = {}
-        for index, (parent, key_id, total, origin) in enumerate(
-            zip(parents.tolist(), key_ids.tolist(), totals.tolist(), origins.tolist(), strict=True)
-        ):
-            kids = below.get(index, [])
-            kids.sort(key=_order)
-            own = int(total) - sum(k.total_count for k in kids)
-            label, module, kernel = live.keys[key_id]
-            flags, source = int(live.flags[origin]), live.sources.get(origin, "")
-            node = CallNode(
-                label, module, kernel, own, int(total), tuple(kids), source,
-                bool(flags & INLINED), bool(flags & UNRESOLVED),
-            )  # fmt: skip
-            here.setdefault(parent, []).append(node)
-        below = here
-    top = below.get(0, [])
-    top.sort(key=_order)
-    return tuple(top)
+class CallerLevel(NamedTuple):
+    """One level of callers: for each, its callee's index one level down (the
+    function's at the first level), its key, its samples and one node it merges."""
+
+    below: Counts
+    key_id: Counts
+    samples: Counts
+    origin: Ids
+
+
+class CallerLevels:
+    """The callers of one function as arrays, level by level; nodes are made
+    when a view opens them (a function called from 10,000 paths has 10,000
+    caller nodes, and the view shows a screenful)."""
+
+    def __init__(self, live: LiveTree, levels: list[CallerLevel]) -> None:
+        self.live = live
+        self.levels = levels
+        self._kids: list[tuple[Order, Counts]] = []  # per level: callers one up, by callee
+        self.own: list[Counts] = []  # per level: samples not passed on to a caller
+        empty = np.zeros(0, np.int64)
+        none = CallerLevel(empty, empty, empty, np.zeros(0, np.int32))
+        for depth, level in enumerate(levels):
+            count = len(level.samples)
+            above = levels[depth + 1] if depth + 1 < len(levels) else none
+            starts = np.zeros(count + 1, np.int64)
+            np.cumsum(np.bincount(above.below, minlength=count), out=starts[1:])
+            self._kids.append((np.argsort(above.below, kind="stable"), starts))
+            passed = np.bincount(above.below, above.samples, count).astype(np.int64)
+            self.own.append(level.samples - passed)
+
+    def children(self, depth: int, index: int) -> tuple[CallNode, ...]:
+        """The callers of node ``index`` at ``depth`` (-1: of the function), hottest first."""
+        at: Order
+        if depth < 0:
+            at = np.flatnonzero(self.levels[0].below == index)
+        else:
+            order, starts = self._kids[depth]
+            at = order[starts[index] : starts[index + 1]]
+        nodes = [self.node(depth + 1, i) for i in at.tolist()]
+        nodes.sort(key=_order)
+        return tuple(nodes)
+
+    def has_children(self, depth: int, index: int) -> bool:
+        starts = self._kids[depth][1]
+        return bool(starts[index + 1] > starts[index])
+
+    def node(self, depth: int, index: int) -> CallNode:
+        level, live = self.levels[depth], self.live
+        label, module, kernel = live.keys[int(level.key_id[index])]
+        origin = int(level.origin[index])
+        flags = int(live.flags[origin])
+        return CallerNode(
+            self, depth, index, label, module, kernel, int(self.own[depth][index]),
+            int(level.samples[index]), live.sources.get(origin, ""),
+            bool(flags & INLINED), bool(flags & UNRESOLVED),
+        )  # fmt: skip
+
+
+class CallerNode(CallNode):
+    """A node of a live callers tree: its callers made on first access."""
+
+    __slots__ = ("_at", "_depth", "_kids", "_levels")
+
+    def __init__(
+        self,
+        levels: CallerLevels,
+        depth: int,
+        at: int,
+        label: str,
+        module: str,
+        kernel: bool,
+        self_count: int,
+        total_count: int,
+        source: str,
+        inlined: bool,
+        unresolved: bool,
+    ) -> None:
+        super().__init__(
+            label, module, kernel, self_count, total_count, (), source, inlined, unresolved
+        )
+        self._levels, self._depth, self._at = levels, depth, at
+        self._kids: tuple[CallNode, ...] | None = None
+
+    @property
+    def children(self) -> tuple[CallNode, ...]:
+        kids = self._kids
+        if kids is None:  # two threads may both make them: equal results, either kept
+            kids = self._kids = self._levels.children(self._depth, self._at)
+        return kids
+
+    @property
+    def has_children(self) -> bool:
+        return self._levels.has_children(self._depth, self._at)
 
 
 def _order(node: CallNode) -> tuple[int, str, str, bool]:

@@ -112,7 +112,10 @@ class Profile:
         stack = self._stacks.get(id(frames))  # the fast path: one dict lookup
         if stack is None or stack.frames is not frames or stack.process != process:
             stack = self._stack(process, frames)
-        self._buffer(stack, count)
+        stack.count += count  # _buffer, inlined: this runs per stack per tick
+        self._pending_rows.append(stack.row)
+        self._pending_counts.append(count)
+        self._tree = self._hot = None
 
     def remove(self, process: str, frames: Sequence[Frame], count: int = 1) -> None:
         """Take back ``count`` samples of a stack added before (a sliding window's tail);

@@ -123,6 +123,11 @@ class CallNode:
         return self._children
 
     @property
+    def has_children(self) -> bool:
+        """Whether ``children`` is not empty (without making them, for a live node)."""
+        return bool(self.children)
+
+    @property
     def key(self) -> tuple[str, str, bool]:
         """Identity among siblings; stable from tick to tick."""
         return (self.label, self.module, self.kernel)

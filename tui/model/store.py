@@ -287,6 +287,12 @@ class LiveNode(CallNode):
             kids = self._kids = self._tree.children_of(self._index)
         return kids
 
+    @property
+    def has_children(self) -> bool:
+        if self._kids is not None:
+            return bool(self._kids)
+        return self.total_count > self.self_count  # the rest is its children's
+
     def children_with(self, min_total: int) -> tuple[CallNode, ...]:
         """Without making the narrower children (the flame graph skips them)."""
         if self._kids is not None or min_total <= 1:
