@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.folded import folded_lines
-from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.profile import MAX_PENDING, Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 
 
@@ -201,3 +201,16 @@ def test_wide_node_children_ordered_and_cut_by_min_total() -> None:
     assert [c.label for c in wide.children_with(6)] == [
         label for total, label in order if total >= 6
     ]
+
+
+def test_counts_nobody_reads_are_applied_before_they_pile_up() -> None:
+    """In window mode the cumulative profile is added to every tick and never
+    read: its buffered counts must stay bounded (they grew 20 MiB per 5 min)."""
+    p = Profile()
+    stacks = [(u("main"), u(f"f{i}")) for i in range(100)]
+    for _ in range(MAX_PENDING // 100 * 3):
+        for stack in stacks:
+            p.add("app", stack, 1)
+    assert len(p._pending_rows) < MAX_PENDING
+    assert p.total_samples == MAX_PENDING // 100 * 300
+    assert walk(p.tree(), "app", "main", "f7").total_count == MAX_PENDING // 100 * 3

@@ -35,6 +35,8 @@ from bpftop.tui.model.store import (
 ROOT_LABEL = "all"
 MAX_MEMO = 65_536
 """Distinct stacks remembered (more than the collector caches)."""
+MAX_PENDING = 100_000
+"""Counts buffered before they are applied even if nobody reads the profile."""
 
 
 class _Stack:
@@ -112,10 +114,7 @@ class Profile:
         stack = self._stacks.get(id(frames))  # the fast path: one dict lookup
         if stack is None or stack.frames is not frames or stack.process != process:
             stack = self._stack(process, frames)
-        stack.count += count  # _buffer, inlined: this runs per stack per tick
-        self._pending_rows.append(stack.row)
-        self._pending_counts.append(count)
-        self._tree = self._hot = None
+        self._buffer(stack, count)
 
     def remove(self, process: str, frames: Sequence[Frame], count: int = 1) -> None:
         """Take back ``count`` samples of a stack added before (a sliding window's tail);
@@ -141,6 +140,8 @@ class Profile:
         self._pending_counts.append(count)
         self._tree = None
         self._hot = None
+        if len(self._pending_rows) >= MAX_PENDING:
+            self._flush()  # a profile nobody reads (the cumulative one, in window mode)
 
     def _remember(self, process: str, frames: tuple[Frame, ...]) -> _Stack:
         """Insert a stack's path into the store (new nodes get their flags)."""
