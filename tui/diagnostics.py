@@ -138,8 +138,8 @@ class DiagnosticsView(CachedLinesView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "scroll_by(-1)", "Up", show=False),
         Binding("down,j", "scroll_by(1)", "Down", show=False),
-        Binding("pageup", "scroll_by(-20)", "Page up", show=False),
-        Binding("pagedown", "scroll_by(20)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "scroll_by(-1_000_000)", "First", show=False),
         Binding("end", "scroll_by(1_000_000)", "Last", show=False),
     ]
@@ -176,6 +176,9 @@ class DiagnosticsView(CachedLinesView, can_focus=True):
 
     def action_scroll_by(self, lines: int) -> None:
         self.scroll_to_line(self.scroll_y + lines)
+
+    def action_page(self, pages: int) -> None:
+        self.action_scroll_by(pages * max(1, self.content_size.height - 1))
 
     def draw_line(self, y: int, width: int) -> Strip:
         index = y + round(self.scroll_y)

@@ -66,6 +66,8 @@ async def test_diagnostics_page_scrolls_and_follows_new_snapshots() -> None:
         lines = view.virtual_size.height
         assert lines > height and str(view.border_subtitle) == f"lines 1-{height} of {lines}"
         assert "stacks unreadable" in view.render_line(0).text
+        await pilot.press("pagedown")
+        assert round(view.scroll_y) == min(height - 1, lines - height), "a page, or to the end"
         await pilot.press("end")
         assert str(view.border_subtitle) == f"lines {lines - height + 1}-{lines} of {lines}"
         assert "bpftop CPU 1.8%" in "".join(view.render_line(y).text for y in range(height))
