@@ -35,7 +35,6 @@ class CachedLinesView(ScrollView):
     """
 
     header_lines = 0
-    header_component = ""  # the header lines' style (a component class), if any
     range_noun = "rows"  # what the range under the view counts
     WHEEL_LINES = 3
 

@@ -27,6 +27,8 @@ class RowsView(CachedLinesView, can_focus=True):
     file:line) are component classes here; subclasses add their own.
     """
 
+    header_component = ""  # the header lines' style (a component class), if any
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "rows--cursor",
         "rows--cursor-blurred",
@@ -170,7 +172,6 @@ class RowsView(CachedLinesView, can_focus=True):
         super().notify_style_update()
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(0, self.row_count + self.header_lines)  # lines are cut to width
         self.scroll_cursor_visible()
 
     def on_focus(self) -> None:
