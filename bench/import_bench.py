@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bpftop.tui.cli import tune_gc
-from bpftop.tui.files_cli import saved_snapshot
-from bpftop.tui.model.profile_io import load_tree, read_saved, write_saved
+from bpftop.tui.cli.files import saved_snapshot
+from bpftop.tui.cli.main import tune_gc
+from bpftop.tui.formats.profile_io import load_tree, read_saved, write_saved
 from bpftop.tui.model.snapshot import CallNode
 
 FUNCTIONS = [f"fn_{i:04d}_{('parse', 'hash', 'io', 'alloc')[i % 4]}" for i in range(2_000)]

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.tui.collector import Collector
+from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from tests.conftest import WORKLOADS
 

@@ -38,11 +38,11 @@ from collections.abc import Callable
 import psutil
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.cli import tune_gc
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.cli.main import tune_gc
+from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from bpftop.tui.model.timemode import TimedProfile, TimeMode, TimeSetting
-from bpftop.tui.source import FakeSource
 
 DISTINCT = 50_000
 PER_TICK = 5_000

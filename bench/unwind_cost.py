@@ -23,7 +23,7 @@ import time
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.symbols.unwind_cache import UnwindCache, unwind_cache_dir
-from bpftop.tui.unwind_feed import UnwindFeed
+from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.conftest import WORKLOADS
 
 CASES: tuple[tuple[str, str, dict[str, str], str], ...] = (

@@ -11,15 +11,15 @@ import asyncio
 import sys
 from pathlib import Path
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.demo_fixture import (
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.collect.snapshot_source import FakeSource
+from tests.tui.demo_fixture import (
     BASELINE_AFTER,
     BASELINE_KEYS,
     SCREEN_SIZE,
     VIEW_KEYS,
     demo_snapshot,
 )
-from bpftop.tui.source import FakeSource
 
 ROOT = Path(__file__).resolve().parent.parent
 

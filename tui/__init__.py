@@ -1,5 +1,21 @@
-"""bpftop's user-facing side: the CLI, the collector thread, the Textual app.
+"""bpftop above the kernel and the symbolizer, in rooms that import one way.
 
-Only the modules in this package that say so import Textual; ``tui.model`` is
-pure Python.
+- ``model``: the pure call-tree model (snapshots, node store, time modes,
+  baseline, derived views). Imports nothing from the rooms below.
+- ``formats``: saved profiles and their file formats (folded, speedscope,
+  pprof, SVG flame graph) and writing files.
+- ``collect``: the collector thread and what it keeps beside the profile
+  (targets, process facts, counters, probe profiles, unwind feed), and the
+  snapshot-source protocol. No Textual.
+- ``widgets``: Textual building blocks: segment lines, cached line views,
+  rows views.
+- ``views``: one module per view (top, call tree, callers, flame graph,
+  diagnostics, threads) and navigation between them.
+- ``app``: the Textual app: mailbox, background jobs, header, key bar, help,
+  probe dialog.
+- ``cli``: the ``bpftop`` command: arguments, live, record, view and diff.
+
+Only ``widgets``, ``views`` and ``app`` import Textual; ``scripts/lint.sh``
+checks these rules with import-linter (``[tool.importlinter]`` in
+pyproject.toml).
 """

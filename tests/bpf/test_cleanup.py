@@ -24,7 +24,7 @@ from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
-from bpftop.tui.collector import Collector
+from bpftop.tui.collect.collector import Collector
 from tests.bpf.kernel_objects import Held, held_by, prog_loaded, uprobe_events_of
 from tests.conftest import BPFTOP
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.tui.collector import Collector
+from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import TimeMode, TimeSetting
 

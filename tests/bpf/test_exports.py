@@ -14,10 +14,10 @@ import pytest
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.symbols.disk_cache import read_build_id
-from bpftop.tui.collector import Collector
-from bpftop.tui.model.folded import folded_lines
-from bpftop.tui.model.profile_io import read_saved, write_saved
-from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree, to_profile
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.formats.folded import folded_lines
+from bpftop.tui.formats.profile_io import read_saved, write_saved
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree, to_profile
 from bpftop.tui.model.snapshot import Snapshot
 from tests.bpf.test_record import record
 from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.collector import Collector
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import Phase, Snapshot
 
 

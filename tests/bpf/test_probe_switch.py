@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
-from bpftop.tui.collector import Collector
+from bpftop.tui.collect.collector import Collector
 from tests.bpf.test_collector import Watched, labels
 
 

@@ -14,7 +14,7 @@ from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.unwinder import Unwinder
 from bpftop.symbols.code_ranges import code_ranges
 from bpftop.symbols.unwind_cache import UnwindCache
-from bpftop.tui.unwind_feed import UnwindFeed
+from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.bpf.test_record import parse_folded, record
 from tests.conftest import BPFTOP
 

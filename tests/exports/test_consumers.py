@@ -12,10 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bpftop.tui.model.profile_io import write_saved
-from bpftop.tui.model.saved import SavedProfile, from_tree
+from bpftop.tui.formats.profile_io import write_saved
+from bpftop.tui.formats.saved import SavedProfile, from_tree
 from tests.exports.consumers import ROOT, Chromium, go_pprof_raw, speedscope_schema
-from tests.model.test_saved import META, sample_profile
+from tests.formats.test_saved import META, sample_profile
 
 
 def saved() -> SavedProfile:
@@ -106,7 +106,7 @@ def test_chromium_hovers_zooms_and_searches_the_svg(tmp_path: Path, chromium: Ch
 
 def test_generated_protobuf_code_matches_our_profile_proto(tmp_path: Path) -> None:
     """profile_pb2.py/.pyi are what protoc makes of profile.proto (scripts/gen_proto.sh)."""
-    folder = ROOT / "tui" / "model" / "pprof"
+    folder = ROOT / "tui" / "formats" / "pprof"
     shutil.copy(folder / "profile.proto", tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "grpc_tools.protoc", "-I.", "--python_out=.", "--pyi_out=.",

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpftop.tui.model import profile_io
-from bpftop.tui.model.formats import ProfileFileError
-from bpftop.tui.model.pprof import parse_pprof
-from bpftop.tui.model.profile_io import read_saved, write_saved
-from bpftop.tui.model.saved import from_tree
-from tests.model.test_saved import META, sample_profile
+from bpftop.tui.formats import profile_io
+from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.pprof import parse_pprof
+from bpftop.tui.formats.profile_io import read_saved, write_saved
+from bpftop.tui.formats.saved import from_tree
+from tests.formats.test_saved import META, sample_profile
 
 
 def written(folder: Path, name: str, fmt: str) -> Path:

@@ -8,9 +8,9 @@ import pytest
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
-from bpftop.tui.demo_fixture import demo_profile
-from bpftop.tui.model.folded import folded_lines, read_folded, write_folded
+from bpftop.tui.formats.folded import folded_lines, read_folded, write_folded
 from bpftop.tui.model.profile import Profile
+from tests.tui.demo_fixture import demo_profile
 
 
 def u(name: str) -> Frame:

@@ -8,9 +8,8 @@ from typing import TypeVar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpftop.tui.model.folded_tree import folded_tree, parse_lines
-from bpftop.tui.model.live_views import live_root
-from bpftop.tui.model.saved import (
+from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
+from bpftop.tui.formats.saved import (
     ProfileMeta,
     SavedFrame,
     SavedProfile,
@@ -18,11 +17,12 @@ from bpftop.tui.model.saved import (
     from_tree,
     to_profile,
 )
-from bpftop.tui.model.saved_folded import from_folded
-from bpftop.tui.model.saved_tree import build_tree
+from bpftop.tui.formats.saved_folded import from_folded
+from bpftop.tui.formats.saved_tree import build_tree
+from bpftop.tui.model.live_views import live_root
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import callers_tree, hot_from_tree
-from tests.model.test_saved import META, sample_profile
+from tests.formats.test_saved import META, sample_profile
 
 # Labels that are prefixes of each other and sort around ';' (':' < ';' < '<').
 LABELS = ["a", "ab", "a:b", "a<", "b", "do_sys_[k]", "x_[k]", "_[k]", "main", "a b", "app"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.folded import folded_lines
+from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.profile import MAX_PENDING, Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 

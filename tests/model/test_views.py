@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
-from bpftop.tui.model.folded import folded_lines
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import (

@@ -8,7 +8,7 @@ from textual.notifications import Notification
 from textual.widgets import Static
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.app import BpftopApp
+from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 

@@ -6,11 +6,11 @@ import dataclasses
 from pathlib import Path
 
 from bpftop.bpf.errors import BpftopError, PermissionsError
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.help import HelpScreen
-from bpftop.tui.model.folded import folded_lines
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.app.help import HelpScreen
+from bpftop.tui.collect.snapshot_source import FakeSource
+from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.snapshot import Phase
-from bpftop.tui.source import FakeSource
 
 from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from textual.widgets import Input, OptionList, Static
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.probe_complete import ProbeCompleter
-from bpftop.tui.probe_dialog import ProbeDialog
-from bpftop.tui.source import FakeSource
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.app.probe_dialog import ProbeDialog
+from bpftop.tui.collect.probe_complete import ProbeCompleter
+from bpftop.tui.collect.snapshot_source import FakeSource
 
 from .helpers import BASE, header, snapshot_of
 

@@ -4,7 +4,7 @@ distinct stack once)."""
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.tui.collector import _relabel
+from bpftop.tui.collect.collector import _relabel
 
 CXX = Frame("ns::f(int)", "/bin/app", 0x1F, mangled="_ZN2ns1fEi")
 KERNEL = Frame("do_syscall_64", "[kernel]", 0x5A, kernel=True)

@@ -6,10 +6,10 @@ from rich.style import Style
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.strip import Strip
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.line import Line, fit
-from bpftop.tui.lines_view import CachedLinesView
-from bpftop.tui.source import FakeSource
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.collect.snapshot_source import FakeSource
+from bpftop.tui.widgets.line import Line, fit
+from bpftop.tui.widgets.lines_view import CachedLinesView
 
 from .helpers import snapshot_of
 

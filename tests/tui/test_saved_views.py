@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.demo_fixture import demo_snapshot
-from bpftop.tui.files_cli import saved_snapshot
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.cli.files import saved_snapshot
+from bpftop.tui.collect.static_source import StaticSource
+from bpftop.tui.formats.profile_io import load_tree, write_saved
+from bpftop.tui.formats.saved import ProfileMeta, from_tree
 from bpftop.tui.model.baseline import Baseline
-from bpftop.tui.model.profile_io import load_tree, write_saved
-from bpftop.tui.model.saved import ProfileMeta, from_tree
 from bpftop.tui.model.snapshot import Snapshot
-from bpftop.tui.static_source import StaticSource
 from tests.conftest import BPFTOP
+from tests.tui.demo_fixture import demo_snapshot
 
 from .helpers import crumbs, header, notifications, tree_labels, tree_line
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.demo_fixture import BASELINE_AFTER, BASELINE_KEYS, VIEW_KEYS, demo_snapshot
-from bpftop.tui.source import FakeSource
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.collect.snapshot_source import FakeSource
+from tests.tui.demo_fixture import BASELINE_AFTER, BASELINE_KEYS, VIEW_KEYS, demo_snapshot
 
 SIZES = {"80x24": (80, 24), "200x50": (200, 50)}
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bpftop.tui.app import BpftopApp
-from bpftop.tui.demo_fixture import demo_snapshot
-from bpftop.tui.diagnostics import DiagnosticsView
-from bpftop.tui.help import HelpScreen
-from bpftop.tui.source import FakeSource
-from bpftop.tui.threads_view import ThreadsView
+from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.app.help import HelpScreen
+from bpftop.tui.collect.snapshot_source import FakeSource
+from bpftop.tui.views.diagnostics import DiagnosticsView
+from bpftop.tui.views.threads import ThreadsView
+from tests.tui.demo_fixture import demo_snapshot
 
 from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
 

@@ -19,25 +19,31 @@ from textual.events import DescendantFocus
 from textual.widgets import ContentSwitcher, Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app_source import SourceApp
-from bpftop.tui.background import Background
-from bpftop.tui.callers_view import CallersView
-from bpftop.tui.calltree_view import CallTreeView
-from bpftop.tui.diagnostics import DiagnosticsView
-from bpftop.tui.flame_view import FlameView
-from bpftop.tui.header import header_text, placeholder_text
-from bpftop.tui.help import HelpScreen
-from bpftop.tui.hot_table import HotTable
-from bpftop.tui.key_bar import KeyBar
+from bpftop.tui.app.background import Background
+from bpftop.tui.app.header import header_text, placeholder_text
+from bpftop.tui.app.help import HelpScreen
+from bpftop.tui.app.key_bar import KeyBar
+from bpftop.tui.app.probe_dialog import ProbeDialog
+from bpftop.tui.app.source_app import SourceApp
+from bpftop.tui.collect.probe_complete import ProbeCompleter
+from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
+from bpftop.tui.formats.folded import write_folded
 from bpftop.tui.model.baseline import Baseline
-from bpftop.tui.model.folded import write_folded
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
-from bpftop.tui.probe_complete import ProbeCompleter
-from bpftop.tui.probe_dialog import ProbeDialog
-from bpftop.tui.source import ControlledSource, ProbeSwitching, SnapshotSource
-from bpftop.tui.threads_view import ThreadsView
-from bpftop.tui.views_nav import TITLES, VIEWS, breadcrumb_text, delta_decorator, jump_to_match
+from bpftop.tui.views.callers import CallersView
+from bpftop.tui.views.calltree import CallTreeView
+from bpftop.tui.views.diagnostics import DiagnosticsView
+from bpftop.tui.views.flame import FlameView
+from bpftop.tui.views.navigation import (
+    TITLES,
+    VIEWS,
+    breadcrumb_text,
+    delta_decorator,
+    jump_to_match,
+)
+from bpftop.tui.views.threads import ThreadsView
+from bpftop.tui.views.top import HotTable
 
 RATE_HISTORY = 60
 

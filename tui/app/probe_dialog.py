@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 
-from bpftop.tui.probe_complete import ProbeCompleter
+from bpftop.tui.collect.probe_complete import ProbeCompleter
 
 PLACEHOLDER = "probe: profile:hz:99, uprobe:c:malloc, uretprobe:BIN:FUNC, tracepoint:…, offcpu"
 

@@ -15,9 +15,9 @@ from textual.app import App
 from textual.message import Message
 
 from bpftop.bpf.errors import BpftopError
+from bpftop.tui.collect.snapshot_source import ControlledSource, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
-from bpftop.tui.source import ControlledSource, SnapshotSource
 
 
 class SnapshotReady(Message):

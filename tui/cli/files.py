@@ -18,10 +18,10 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
-from bpftop.tui.model.formats import SUFFIXES, format_for
-from bpftop.tui.model.profile_io import LoadedTree, load_tree, read_saved, write_saved
-from bpftop.tui.model.saved import ProfileMeta, SavedProfile, from_tree
-from bpftop.tui.model.saved_folded import diff_lines
+from bpftop.tui.formats.kinds import SUFFIXES, format_for
+from bpftop.tui.formats.profile_io import LoadedTree, load_tree, read_saved, write_saved
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree
+from bpftop.tui.formats.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 from bpftop.tui.model.views import hot_from_tree
 
@@ -93,7 +93,7 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
 
 def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
     """The call tree (or with ``stacks`` every stack) of a saved profile."""
-    from bpftop.tui.cli import tune_gc
+    from bpftop.tui.cli.main import tune_gc
 
     tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
     loaded = read_saved(path) if stacks else load_tree(path)
@@ -124,10 +124,10 @@ def diff(args: argparse.Namespace) -> int:
 
 
 def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
-    from bpftop.tui.app import BpftopApp
+    from bpftop.tui.app.app import BpftopApp
+    from bpftop.tui.app.terminal import terminal_driver
+    from bpftop.tui.collect.static_source import StaticSource
     from bpftop.tui.model.baseline import Baseline
-    from bpftop.tui.static_source import StaticSource
-    from bpftop.tui.terminal import terminal_driver
 
     baseline = Baseline(base.tree, base.hot) if base is not None else None
     app = BpftopApp(StaticSource(snap), baseline=baseline)

@@ -25,11 +25,11 @@ from bpftop.bpf.environment import check_privileges, import_bcc
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
-from bpftop.tui.collector import Collector
-from bpftop.tui.model.formats import FORMATS
-from bpftop.tui.model.saved import snapshot_meta
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.collect.targets import launch_held
+from bpftop.tui.formats.kinds import FORMATS
+from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
-from bpftop.tui.targets import launch_held
 
 VERSION = "0.1.0"
 
@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args[:1] == ["record"]:
             return _record(build_parsers()[1].parse_args(args[1:]))
         if args[:1] in (["view"], ["diff"]):
-            from bpftop.tui.files_cli import run_file_command
+            from bpftop.tui.cli.files import run_file_command
 
             return run_file_command(args[0], args[1:], _Parser)
         return _live(build_parsers()[0].parse_args(args))
@@ -254,9 +254,9 @@ def _live(args: argparse.Namespace) -> int:
     sampler = _check(args)
     if sampler is None:
         return 0
-    from bpftop.tui.app import BpftopApp  # Textual loads only for the live view
-    from bpftop.tui.probe_complete import ProbeCompleter
-    from bpftop.tui.terminal import terminal_driver
+    from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
+    from bpftop.tui.app.terminal import terminal_driver
+    from bpftop.tui.collect.probe_complete import ProbeCompleter
 
     collector = _collector(args, sampler, args.interval)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
@@ -312,7 +312,7 @@ def _record(args: argparse.Namespace) -> int:
         snap, frequency_hz=args.frequency, start_ns=started_ns[0] if started_ns else end_ns,
         end_ns=end_ns, version=VERSION,
     )  # fmt: skip
-    from bpftop.tui.files_cli import save_recording  # the writers load only when needed
+    from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
     save_recording(snap, meta, args.output, args.format)
     return 0

@@ -8,7 +8,7 @@ and are applied between ticks; a tick that ran late is skipped, not queued.
 After the target exits the probes are detached, but the thread keeps
 answering those requests on what was collected until it is stopped.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
-probe used keeps its own profile (:mod:`bpftop.tui.probe_profiles`).
+probe used keeps its own profile (:mod:`bpftop.tui.collect.probe_profiles`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.model.snapshot import (
-    Phase,
-    Snapshot,
-    UnknownShare,
+from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
+from bpftop.tui.collect.process_watch import (
+    CollectionCounters,
+    OverheadMeter,
+    ProcessWatch,
+    ThreadNames,
 )
-from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
-from bpftop.tui.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.targets import (
+from bpftop.tui.collect.targets import (
     ProcessLabels,
     SystemWatch,
     has_maps,
@@ -45,8 +45,13 @@ from bpftop.tui.targets import (
     release,
     resume,
 )
-from bpftop.tui.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
-from bpftop.tui.watch import CollectionCounters, OverheadMeter, ProcessWatch, ThreadNames
+from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
+from bpftop.tui.model.snapshot import (
+    Phase,
+    Snapshot,
+    UnknownShare,
+)
+from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 # Distinct address stacks remembered with their frames (every IP in a hot loop
 # makes a new one, so this is bounded; the symbolizer caches per address).
@@ -84,7 +89,7 @@ class Sampler(Protocol):
 
 
 class Collector:
-    """A :class:`~bpftop.tui.source.SnapshotSource` over a real sampler."""
+    """A :class:`~bpftop.tui.collect.snapshot_source.SnapshotSource` over a real sampler."""
 
     def __init__(
         self,

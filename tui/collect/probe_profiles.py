@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from bpftop.tui.collect.process_watch import CollectionCounters
 from bpftop.tui.model.timemode import TimedProfile
-from bpftop.tui.watch import CollectionCounters
 
 WEIGHT_UNIT = "ns"  # what a weighted probe's counts are
 

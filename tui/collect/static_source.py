@@ -7,12 +7,12 @@ not a ``ControlledSource``: reset, time modes and thread choice say so.
 
 from __future__ import annotations
 
+from bpftop.tui.collect.snapshot_source import ErrorCallback, SnapshotCallback
 from bpftop.tui.model.snapshot import Snapshot
-from bpftop.tui.source import ErrorCallback, SnapshotCallback
 
 
 class StaticSource:
-    """A :class:`~bpftop.tui.source.SnapshotSource` over one fixed snapshot."""
+    """A :class:`~bpftop.tui.collect.snapshot_source.SnapshotSource` over one fixed snapshot."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import IO
 
-from bpftop.tui.model.atomic import atomic_write
+from bpftop.tui.formats.atomic import atomic_write
 from bpftop.tui.model.snapshot import CallNode
 
 KERNEL_SUFFIX = "_[k]"

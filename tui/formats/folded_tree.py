@@ -16,8 +16,8 @@ from operator import itemgetter
 
 import numpy as np
 
-from bpftop.tui.model.folded import KERNEL_SUFFIX
-from bpftop.tui.model.formats import ProfileFileError
+from bpftop.tui.formats.folded import KERNEL_SUFFIX
+from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
 from bpftop.tui.model.store import Ids, LiveNode, NodeKey, TreeStore
 

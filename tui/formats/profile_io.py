@@ -18,17 +18,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bpftop.tui.model.atomic import atomic_write
-from bpftop.tui.model.folded_tree import folded_tree, parse_lines
-from bpftop.tui.model.formats import ProfileFileError
-from bpftop.tui.model.pprof import PprofError, parse_pprof, to_pprof
-from bpftop.tui.model.pprof.reader import from_pprof
-from bpftop.tui.model.saved import ProfileMeta, SavedProfile
-from bpftop.tui.model.saved_folded import from_folded, saved_lines
-from bpftop.tui.model.saved_tree import build_tree
+from bpftop.tui.formats.atomic import atomic_write
+from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
+from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.pprof import PprofError, parse_pprof, to_pprof
+from bpftop.tui.formats.pprof.reader import from_pprof
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile
+from bpftop.tui.formats.saved_folded import from_folded, saved_lines
+from bpftop.tui.formats.saved_tree import build_tree
+from bpftop.tui.formats.speedscope import SpeedscopeError, from_speedscope, to_speedscope
+from bpftop.tui.formats.svgflame import to_svg
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.speedscope import SpeedscopeError, from_speedscope, to_speedscope
-from bpftop.tui.model.svgflame import to_svg
 
 MAX_READ_BYTES = 512 * 1024 * 1024
 """Larger files are refused (a 1 GB folded file would need ~10 GB of memory to load)."""

@@ -1,7 +1,7 @@
 """Folded stacks to and from a ``SavedProfile``, and the differential form.
 
 Folded text carries no metadata and no modules: a line is
-``group;outermost;...;leaf COUNT`` (``tui.model.folded`` defines it), so a
+``group;outermost;...;leaf COUNT`` (``tui.formats.folded`` defines it), so a
 read-back frame knows its label and whether it is a kernel frame (``_[k]``).
 ``diff_lines`` writes the two-count lines flamegraph.pl's difference graphs
 read: ``stack BASE_COUNT NEW_COUNT``.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bpftop.tui.model.folded import KERNEL_SUFFIX
-from bpftop.tui.model.folded_tree import parse_folded
-from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+from bpftop.tui.formats.folded import KERNEL_SUFFIX
+from bpftop.tui.formats.folded_tree import parse_folded
+from bpftop.tui.formats.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
 
 _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bpftop.tui.formats.saved import SavedFrame, SavedProfile
 from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
-from bpftop.tui.model.saved import SavedFrame, SavedProfile
 from bpftop.tui.model.store import INLINED, UNRESOLVED, LiveNode, TreeStore
 
 

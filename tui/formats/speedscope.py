@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+from bpftop.tui.formats.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 

@@ -1,5 +1,5 @@
 // bpftop's flame graph: hover details, click to zoom, regex search.
-// Written for bpftop; inlined into every SVG it exports (tui/model/svgflame.py).
+// Written for bpftop; inlined into every SVG it exports (tui/formats/svgflame.py).
 (function () {
   "use strict";
   var svg = document.documentElement;

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from xml.sax.saxutils import escape, quoteattr
 
-from bpftop.tui.model.saved import SavedFrame, SavedProfile
+from bpftop.tui.formats.saved import SavedFrame, SavedProfile
 
 WIDTH_PX = 1200
 ROW_PX = 17

@@ -1,5 +1,5 @@
-"""The pure model: call tree, hot-function table, snapshots and folded output.
+"""The pure model: call tree, snapshots, time modes, baseline and derived views.
 
-No Textual import anywhere below here; everything the app renders is an
-immutable value built here by the collector thread.
+No Textual import and no file I/O anywhere below here; everything the app
+renders is an immutable value built here by the collector thread.
 """

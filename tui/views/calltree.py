@@ -16,10 +16,10 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from bpftop.tui.line import Line
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
-from bpftop.tui.rows_view import RowsView
+from bpftop.tui.widgets.line import Line
+from bpftop.tui.widgets.rows_view import RowsView
 
 MODULE_WIDTH = 26
 

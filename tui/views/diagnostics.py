@@ -16,8 +16,8 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.strip import Strip
 
-from bpftop.tui.lines_view import CachedLinesView
 from bpftop.tui.model.snapshot import MapUsage, Snapshot
+from bpftop.tui.widgets.lines_view import CachedLinesView
 
 FULL_MAP = 0.9  # a map this full may start dropping entries
 

@@ -20,12 +20,12 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from bpftop.tui.calltree_view import module_name
-from bpftop.tui.line import Line
-from bpftop.tui.lines_view import CachedLinesView
 from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
+from bpftop.tui.views.calltree import module_name
+from bpftop.tui.widgets.line import Line
+from bpftop.tui.widgets.lines_view import CachedLinesView
 
 MAX_DEPTH = 256
 KEPT_LAYOUTS = 8

@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from bpftop.tui.calltree_view import CallTreeView
-from bpftop.tui.flame_view import FlameView
-from bpftop.tui.hot_table import HotTable
-from bpftop.tui.line import Line
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodePath, next_match, node_at
 from bpftop.tui.model.viewstate import ViewState
+from bpftop.tui.views.calltree import CallTreeView
+from bpftop.tui.views.flame import FlameView
+from bpftop.tui.views.top import HotTable
+from bpftop.tui.widgets.line import Line
 
 CRUMBS = 4
 VIEWS: tuple[tuple[str, str], ...] = (

@@ -14,12 +14,12 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.events import Click
 
-from bpftop.tui.calltree_view import module_name
-from bpftop.tui.line import Line
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.views import HOT_COLUMNS, Match, NodeKey, sort_hot, trend
-from bpftop.tui.rows_view import RowsView
+from bpftop.tui.views.calltree import module_name
+from bpftop.tui.widgets.line import Line
+from bpftop.tui.widgets.rows_view import RowsView
 
 MAX_ROWS = 200
 COLUMNS = (("self %", 7), ("total %", 7), ("samples", 9), ("function", 44), ("module", 32))

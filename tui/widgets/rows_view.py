@@ -16,8 +16,8 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.strip import Strip
 
-from bpftop.tui.line import Line
-from bpftop.tui.lines_view import CachedLinesView
+from bpftop.tui.widgets.line import Line
+from bpftop.tui.widgets.lines_view import CachedLinesView
 
 
 class RowsView(CachedLinesView, can_focus=True):

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 
 from google.protobuf.message import DecodeError
 
-from bpftop.tui.model.pprof import profile_pb2 as pb
-from bpftop.tui.model.saved import SavedFrame, SavedProfile
+from bpftop.tui.formats.pprof import profile_pb2 as pb
+from bpftop.tui.formats.saved import SavedFrame, SavedProfile
 
 THREAD_LABEL = "thread"
 KERNEL_LABEL = "kernel_frames"

@@ -7,9 +7,9 @@ the ``samples`` value when the profile has one, else its first value.
 
 from __future__ import annotations
 
-from bpftop.tui.model.pprof import KERNEL_LABEL, THREAD_LABEL, PprofError
-from bpftop.tui.model.pprof import profile_pb2 as pb
-from bpftop.tui.model.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+from bpftop.tui.formats.pprof import KERNEL_LABEL, THREAD_LABEL, PprofError
+from bpftop.tui.formats.pprof import profile_pb2 as pb
+from bpftop.tui.formats.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
 
 
 class _Dangling(Exception):
