@@ -8,7 +8,8 @@ import pytest
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.folded import folded_lines, read_folded, write_folded
+from bpftop.tui.formats.folded import folded_lines, write_folded
+from bpftop.tui.formats.folded_tree import parse_folded
 from bpftop.tui.model.profile import Profile
 from tests.tui.demo_fixture import demo_profile
 
@@ -44,28 +45,26 @@ def test_labels_are_sanitized_so_lines_parse() -> None:
     p.add("my;proc", [u("ns::f;g"), u("line\nbreak"), u("with space")], 4)
     lines = list(folded_lines(p.tree()))
     assert lines == ["my:proc;ns::f:g;line break;with space 4"]
-    parsed = read_folded("\n".join(lines))
-    assert parsed == {("my:proc", "ns::f:g", "line break", "with space"): 4}
-    assert parsed.skipped == 0
+    assert parse_folded("\n".join(lines)) == ({"my:proc;ns::f:g;line break;with space": 4}, 0)
 
 
-def test_round_trip_through_read_folded() -> None:
+def test_round_trip_through_the_folded_reader() -> None:
     tree = demo_profile().tree()
     text = "\n".join(folded_lines(tree)) + "\n"
-    parsed = read_folded(text)
+    parsed, skipped = parse_folded(text)
     assert sum(parsed.values()) == tree.total_count
     assert len(parsed) == len(list(folded_lines(tree)))
-    assert parsed.skipped == 0
+    assert skipped == 0
     rebuilt = Profile()
-    for stack, count in parsed.items():
+    for line, count in parsed.items():
+        stack = line.split(";")
         rebuilt.add(stack[0], [Frame(label, "", 0) for label in stack[1:]], count)
     assert set(folded_lines(rebuilt.tree())) == set(folded_lines(tree))
 
 
-def test_read_folded_counts_bad_lines_and_sums_duplicates() -> None:
-    parsed = read_folded("a;b 2\nno-count\na;b 3\n\nx;y -1\nz notanumber\n c 1\n")
-    assert parsed == {("a", "b"): 5, ("c",): 1}
-    assert parsed.skipped == 3
+def test_the_folded_reader_counts_bad_lines_and_sums_duplicates() -> None:
+    parsed = parse_folded("a;b 2\nno-count\na;b 3\n\nx;y -1\nz notanumber\n c 1\n")
+    assert parsed == ({"a;b": 5, "c": 1}, 3)
 
 
 def test_write_folded_writes_atomically(tmp_path: Path) -> None:

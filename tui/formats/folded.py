@@ -39,32 +39,6 @@ def folded_lines(tree: CallNode) -> Iterator[str]:
             stack.append((child, (*path, folded_label(child))))
 
 
-class FoldedStacks(dict[tuple[str, ...], int]):
-    """Stacks read from folded text; ``skipped`` counts lines that did not parse."""
-
-    skipped: int = 0
-
-
-def read_folded(text: str) -> FoldedStacks:
-    """Parse folded text; equal stacks are summed, bad lines counted and skipped."""
-    result = FoldedStacks()
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        stack, _, count_text = line.rpartition(" ")
-        try:
-            count = int(count_text)
-        except ValueError:
-            count = -1
-        if not stack or count < 0:
-            result.skipped += 1
-            continue
-        frames = tuple(stack.split(";"))
-        result[frames] = result.get(frames, 0) + count
-    return result
-
-
 def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
     """Write ``tree`` as folded stacks to ``path`` atomically; return the line count.
 
