@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ruff (lint + format check) and mypy (strict) over the whole project.
+# ruff (lint + format check), mypy (strict) and import-linter over the whole project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
@@ -15,3 +15,5 @@ touch "$shadow/__init__.py"
 export MYPYPATH=.typecheck
 .venv/bin/mypy -p bpftop
 .venv/bin/mypy tests bench
+# The rooms' import contracts ([tool.importlinter] in pyproject.toml), on the same copy.
+(cd .typecheck && PYTHONPATH=. ../.venv/bin/lint-imports --config ../pyproject.toml)

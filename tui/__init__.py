@@ -8,11 +8,11 @@
   (targets, process facts, counters, probe profiles, unwind feed), and the
   snapshot-source protocol. No Textual.
 - ``widgets``: Textual building blocks: segment lines, cached line views,
-  rows views.
+  rows views, background jobs.
 - ``views``: one module per view (top, call tree, callers, flame graph,
   diagnostics, threads) and navigation between them.
-- ``app``: the Textual app: mailbox, background jobs, header, key bar, help,
-  probe dialog.
+- ``app``: the Textual app: snapshot mailbox, header, key bar, help, probe
+  dialog.
 - ``cli``: the ``bpftop`` command: arguments, live, record, view and diff.
 
 Only ``widgets``, ``views`` and ``app`` import Textual; ``scripts/lint.sh``

@@ -19,7 +19,6 @@ from textual.events import DescendantFocus
 from textual.widgets import ContentSwitcher, Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.background import Background
 from bpftop.tui.app.header import header_text, placeholder_text
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
@@ -44,6 +43,7 @@ from bpftop.tui.views.navigation import (
 )
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.views.top import HotTable
+from bpftop.tui.widgets.background import Background
 
 RATE_HISTORY = 60
 

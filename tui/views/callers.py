@@ -1,7 +1,7 @@
 """The Callers view: the bottom-up tree of the selected function.
 
 Building it walks the whole call tree, which at profiler scale takes longer
-than a frame, so builds run on a :class:`~bpftop.tui.app.background.Background`
+than a frame, so builds run on a :class:`~bpftop.tui.widgets.background.Background`
 worker: the view keeps showing the previous result (marked as updating)
 until the new one arrives.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 
-from bpftop.tui.app.background import Background
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, callers_tree
 from bpftop.tui.views.calltree import CallTreeView
+from bpftop.tui.widgets.background import Background
 
 Built = tuple[CallNode, NodeKey, CallNode, float]
 
