@@ -20,6 +20,7 @@ import select
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -52,29 +53,11 @@ def main() -> None:
         close_fds=True,
     )
     os.close(slave)
-    screen = b""
-    first_frame = first_data = None
     proc = psutil.Process(app.pid)
-    cpu_start = None
-    measure_from = None
     try:
-        while time.perf_counter() - launched < args.seconds + 10:
-            ready, _, _ = select.select([master], [], [], 0.05)
-            if ready:
-                try:
-                    screen += os.read(master, 1 << 16)
-                except OSError:
-                    break
-            now = time.perf_counter() - launched
-            if first_frame is None and b"profile:hz" in screen:
-                first_frame = now
-            if first_data is None and DATA_MARK.search(screen):
-                first_data = now
-                cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
-            screen = screen[-4096:]
-            if measure_from is not None and time.perf_counter() - measure_from >= args.seconds:
-                break
-        assert cpu_start is not None and measure_from is not None, "no data ever reached the screen"
+        first_frame, first_data, cpu_start, measure_from = _watch(
+            master, proc, launched, args.seconds
+        )
         cpu_end = proc.cpu_times()
         window = time.perf_counter() - measure_from
         used = (cpu_end.user + cpu_end.system) - (cpu_start.user + cpu_start.system)
@@ -94,6 +77,35 @@ def main() -> None:
         f"over {window:.0f} s"
     )
     print(f"bpftop peak RSS: {peak_rss_kib / 1024:.1f} MiB")
+
+
+def _watch(
+    master: int, proc: psutil.Process, launched: float, seconds: float
+) -> tuple[float, float, Any, float]:
+    """Read the screen until data has shown for ``seconds``: (first frame s,
+    first data s, CPU times when data first showed, when that was)."""
+    screen = b""
+    first_frame = first_data = None
+    cpu_start = measure_from = None
+    while time.perf_counter() - launched < seconds + 10:
+        ready, _, _ = select.select([master], [], [], 0.05)
+        if ready:
+            try:
+                screen += os.read(master, 1 << 16)
+            except OSError:
+                break
+        now = time.perf_counter() - launched
+        if first_frame is None and b"profile:hz" in screen:
+            first_frame = now
+        if first_data is None and DATA_MARK.search(screen):
+            first_data = now
+            cpu_start, measure_from = proc.cpu_times(), time.perf_counter()
+        screen = screen[-4096:]
+        if measure_from is not None and time.perf_counter() - measure_from >= seconds:
+            break
+    assert first_frame is not None and first_data is not None, "no data ever reached the screen"
+    assert cpu_start is not None and measure_from is not None
+    return first_frame, first_data, cpu_start, measure_from
 
 
 def _vm_hwm_kib(pid: int) -> int:

@@ -119,10 +119,12 @@ def run_bpftrace(program: str, mode: str, n: int) -> float | None:
     return _elapsed(out.stdout)
 
 
-def costs(rounds: int, calls: int) -> list[tuple[str, float, float | None]]:
-    """(what, bpftop ns per event, bpftrace ns per event or None)."""
-    cases = (
-        # (label, bpftop spec, bpftrace program, workload mode, N, events per round)
+Case = tuple[str, str, str | None, str, int, int]
+"""(label, bpftop spec, bpftrace program, workload mode, N, events per round)."""
+
+
+def _cases(calls: int) -> tuple[Case, ...]:
+    return (
         (
             "uprobe hit",
             f"uprobe:{PROBED}:counted_call",
@@ -159,12 +161,16 @@ def costs(rounds: int, calls: int) -> list[tuple[str, float, float | None]]:
             2,
         ),
     )
+
+
+def costs(rounds: int, calls: int) -> list[tuple[str, float, float | None]]:
+    """(what, bpftop ns per event, bpftrace ns per event or None)."""
     rows = []
     with CpuSampler(99) as sampler:
         sampler.load()
         sampler.set_targets([])
         sampler.start()
-        for label, spec, trace, mode, n, per in cases:
+        for label, spec, trace, mode, n, per in _cases(calls):
             alone = statistics.median(run_alone(mode, n) for _ in range(rounds))
             ours = statistics.median(run_bpftop(sampler, spec, mode, n) for _ in range(rounds))
             sampler.switch(parse_spec("profile:hz:99"))
