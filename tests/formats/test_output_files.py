@@ -222,13 +222,17 @@ def test_dash_is_standard_output(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_folded_to_standard_output_counts_its_lines(capfd: pytest.CaptureFixture[str]) -> None:
+def test_folded_to_standard_output_counts_its_lines(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a file named "-" would show up here
     tree = sample_profile().tree()
     assert write_folded(tree, "-") == len(list(folded_lines(tree)))
     assert capfd.readouterr().out == "".join(f"{line}\n" for line in folded_lines(tree))
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_a_full_standard_output_is_an_error(saved: SavedProfile) -> None:
+def test_a_full_standard_output_is_an_error(tmp_path: Path) -> None:
     """Through a child process: its fd 1 is /dev/full."""
     code = (
         "import sys\n"
@@ -241,10 +245,12 @@ def test_a_full_standard_output_is_an_error(saved: SavedProfile) -> None:
     )
     with open("/dev/full", "wb") as full:
         result = subprocess.run(
-            [sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True
-        )
+            [sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True,
+            cwd=tmp_path,
+        )  # fmt: skip
     assert result.returncode == 6, result.stderr
     assert result.stderr.startswith("cannot write to standard output: No space left on device")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_directories_and_sockets_are_refused(saved: SavedProfile, tmp_path: Path) -> None:
