@@ -173,6 +173,29 @@ def test_another_users_private_file_keeps_its_owner_and_mode(
     assert [p.name for p in tmp_path.iterdir()] == ["theirs.pb.gz"]
 
 
+@pytest.mark.skipif(not ROOT, reason="giving a file to another user (chown) needs root")
+def test_a_file_whose_owner_cannot_be_kept_is_rewritten_in_place(
+    saved: SavedProfile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without root, fchown to the file's owner fails: then the file is rewritten in place."""
+    path = tmp_path / "shared.folded"
+    path.write_text("old\n" * 1000)
+    os.chown(path, NOBODY, NOBODY)
+    os.chmod(path, 0o664)
+    before = path.stat()
+
+    def refuse(fd: int, uid: int, gid: int) -> None:
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "fchown", refuse)
+    write_saved(saved, path, "folded")
+    after = path.stat()
+    assert after.st_ino == before.st_ino, "the same file, not a replacement"
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (NOBODY, NOBODY, 0o664)
+    assert path.read_bytes() == encoded(saved, "folded"), "truncated, then written"
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.folded"]
+
+
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o604])
 def test_an_existing_file_keeps_its_mode(saved: SavedProfile, mode: int, tmp_path: Path) -> None:
     path = tmp_path / "mine.speedscope.json"
