@@ -1,9 +1,10 @@
-"""Shared fixtures: paths to the built workloads and the bpftop command."""
+"""Shared fixtures: paths to the built workloads, the bpftop command, a process to target."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,15 @@ def workloads() -> Path:
         ["make", "-s", "-C", str(ROOT / "tests" / "workloads"), f"OUT={WORKLOADS}"], check=True
     )
     return WORKLOADS
+
+
+@pytest.fixture
+def sleeper() -> Iterator[int]:
+    """The pid of a process that sleeps for a minute (a target that exists)."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
 
 
 def sampling(pid: int) -> bool:

@@ -1,7 +1,8 @@
 """The file side of the CLI: saving a recording, ``bpftop view`` and ``bpftop diff``.
 
 ``save_recording`` writes what ``record`` collected in the chosen format
-(a file that cannot be written where asked is saved under /tmp instead).
+(``-o -``: standard output); when that fails, the profile is saved under
+/tmp and the error names both the failure and the rescue file.
 ``view FILE`` opens the live TUI on a saved profile; ``diff BASE NEW`` opens
 it on NEW with BASE as the baseline, or with ``--folded`` prints the
 two-count folded lines of flamegraph.pl's difference graphs. Neither needs
@@ -18,8 +19,15 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
+from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
-from bpftop.tui.formats.profile_io import LoadedTree, load_tree, read_saved, write_saved
+from bpftop.tui.formats.profile_io import (
+    LoadedTree,
+    load_tree,
+    read_saved,
+    saved_writer,
+    write_saved,
+)
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree
 from bpftop.tui.formats.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
@@ -42,8 +50,12 @@ def build_ids(modules: Iterable[str]) -> dict[str, str]:
     return found
 
 
+RESCUE_DIR = Path("/tmp")
+"""Where a recording goes when it cannot be written where asked."""
+
+
 def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | None) -> None:
-    """Write the recording; if ``path`` cannot be written, save to /tmp and say where."""
+    """Write the recording; if ``path`` cannot be written, save under /tmp and say both."""
     chosen = format_for(path, fmt)
     saved = from_tree(snap.tree, meta)
     ids = build_ids(f.module for s in saved.stacks for f in s.frames) if chosen == "pprof" else {}
@@ -51,14 +63,23 @@ def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | Non
         write_saved(saved, path, chosen, ids)
     except OutputError as err:
         pid = meta.pids[0] if meta.pids else 0
-        rescue = Path("/tmp") / f"bpftop-{pid}-{int(time.time())}{SUFFIXES[chosen]}"
-        write_saved(saved, rescue, chosen, ids)
+        prefix = f"bpftop-{pid}-{int(time.time())}-"
+        try:
+            rescue = write_new_file(
+                RESCUE_DIR, prefix, SUFFIXES[chosen], saved_writer(saved, chosen, ids)
+            )
+        except OutputError as failed:
+            raise OutputError(
+                f"{err.message}; saving it under {RESCUE_DIR} failed too ({failed.message})",
+                err.hint,
+            ) from None
         raise OutputError(
             f"{err.message}; the profile was saved to {rescue} instead", err.hint
         ) from None
     stats = snap.stats
+    where = "standard output" if str(path) == STDOUT else str(path)
     print(
-        f"bpftop: wrote {stats.total_samples} samples to {path} ({chosen}; "
+        f"bpftop: wrote {stats.total_samples} samples to {where} ({chosen}; "
         f"lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
         f"failed stack reads {stats.failed_stacks})",
         file=sys.stderr,
@@ -114,10 +135,8 @@ def diff(args: argparse.Namespace) -> int:
     """``bpftop diff BASE NEW``: the baseline-diff view, or ``--folded`` text."""
     base, new = _load(args.base, args.folded), _load(args.new, args.folded)
     if isinstance(base, SavedProfile) and isinstance(new, SavedProfile):
-        out = sys.stdout
-        for line in diff_lines(base, new):
-            out.write(line + "\n")
-        out.flush()
+        lines = diff_lines(base, new)
+        write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
         return 0
     assert isinstance(base, LoadedTree) and isinstance(new, LoadedTree)
     return _run_app(saved_snapshot(new, args.new), saved_snapshot(base, args.base))

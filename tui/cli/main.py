@@ -27,6 +27,7 @@ from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.targets import launch_held
+from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.kinds import FORMATS
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -128,7 +129,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         type=Path,
         required=True,
         metavar="FILE",
-        help="where to write the profile (format by extension, or --format)",
+        help="where to write the profile (format by extension, or --format; - is stdout)",
     )
     record.add_argument(
         "--format",
@@ -320,6 +321,8 @@ def _record(args: argparse.Namespace) -> int:
 
 def _check_writable(path: Path) -> None:
     """Fail before sampling, not after, when the output cannot be written."""
+    if str(path) == STDOUT:
+        return
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from typing import IO
 
-from bpftop.tui.formats.atomic import atomic_write
+from bpftop.tui.formats.atomic import write_output
 from bpftop.tui.model.snapshot import CallNode
 
 KERNEL_SUFFIX = "_[k]"
@@ -40,10 +40,11 @@ def folded_lines(tree: CallNode) -> Iterator[str]:
 
 
 def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
-    """Write ``tree`` as folded stacks to ``path`` atomically; return the line count.
+    """Write ``tree`` as folded stacks to ``path``; return the line count.
 
-    Raises ``OutputError`` when the file cannot be written; then nothing
-    (not even a partial temp file) is left behind.
+    Written by ``atomic.write_output`` (a file atomically, a device or FIFO in
+    place); raises ``OutputError`` when it cannot be written, and then no
+    temp file is left behind.
     """
     lines = 0
 
@@ -53,5 +54,5 @@ def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
             out.write(f"{line}\n".encode())
             lines += 1
 
-    atomic_write(path, fill)
+    write_output(path, fill)
     return lines

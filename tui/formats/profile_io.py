@@ -1,12 +1,14 @@
-"""Saved profiles on disk: choosing a format, writing atomically, reading safely.
+"""Saved profiles on disk: choosing a format, writing safely, reading safely.
 
-``write_saved`` writes through a temp file and
-``os.replace``, so a failed write leaves the old file and no debris and
-raises ``OutputError`` saying why. ``read_saved`` (the stacks) and
-``load_tree`` (just the call tree, fast for big folded files) recognise the format by
-content (gzip magic: pprof; ``{``: speedscope; else folded), refuses files
-larger than ``MAX_READ_BYTES`` up front and turns every parse failure into
-``ProfileFileError`` (one line for the user).
+``write_saved`` writes through ``atomic.write_output`` (``saved_writer``
+gives the same bytes to any open stream): a file is replaced atomically and
+keeps its owner and mode, a device or FIFO is written in place, ``-`` is
+standard output, and every failure raises ``OutputError`` saying why.
+``read_saved`` (the stacks) and ``load_tree`` (just the call tree, fast for
+big folded files) recognise the format by content (gzip magic: pprof; ``{``:
+speedscope; else folded), refuse files larger than ``MAX_READ_BYTES`` up
+front and turn every parse failure into ``ProfileFileError`` (one line for
+the user).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from bpftop.tui.formats.atomic import atomic_write
+from bpftop.tui.formats.atomic import write_output
 from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
 from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.pprof import PprofError, parse_pprof, to_pprof
@@ -40,19 +43,24 @@ def write_saved(
     fmt: str,
     build_ids: Mapping[str, str] | None = None,
 ) -> None:
-    """Write ``saved`` in ``fmt`` to ``path`` atomically; ``OutputError`` says why not."""
+    """Write ``saved`` in ``fmt`` to ``path`` (``-``: stdout); ``OutputError`` says why not."""
+    write_output(path, saved_writer(saved, fmt, build_ids))
+
+
+def saved_writer(
+    saved: SavedProfile, fmt: str, build_ids: Mapping[str, str] | None = None
+) -> Callable[[IO[bytes]], object]:
+    """What writes ``saved`` in ``fmt`` to an open binary stream (encoded up front)."""
     if fmt == "pprof":
         data = to_pprof(saved, build_ids)
-        atomic_write(path, lambda out: out.write(data))
-    elif fmt == "speedscope":
+        return lambda out: out.write(data)
+    if fmt == "speedscope":
         text = json.dumps(to_speedscope(saved), separators=(",", ":"))
-        atomic_write(path, lambda out: out.write(text.encode()))
-    elif fmt == "svg":
+        return lambda out: out.write(text.encode())
+    if fmt == "svg":
         svg = to_svg(saved)
-        atomic_write(path, lambda out: out.write(svg.encode()))
-    else:
-        atomic_write(path, lambda out: out.writelines(f"{line}\n".encode() for line in
-                                                      saved_lines(saved)))  # fmt: skip
+        return lambda out: out.write(svg.encode())
+    return lambda out: out.writelines(f"{line}\n".encode() for line in saved_lines(saved))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,97 @@
+"""The CLI's writers: ``record``'s save (``-o -``, a device that fails, the
+/tmp rescue) and ``diff --folded`` to a standard output that fails."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bpftop.bpf.errors import OutputError
+from bpftop.tui.cli import files
+from bpftop.tui.cli.files import save_recording
+from bpftop.tui.cli.main import _check_writable
+from bpftop.tui.formats.folded import folded_lines
+from bpftop.tui.formats.saved import snapshot_meta
+from bpftop.tui.model.snapshot import Snapshot
+from tests.conftest import BPFTOP
+from tests.formats.test_output_files import char_device, is_char_device
+from tests.tui.demo_fixture import demo_snapshot
+
+SNAP = demo_snapshot()
+META = snapshot_meta(SNAP, frequency_hz=99, start_ns=1, end_ns=2, version="test")
+
+
+def folded_text(snap: Snapshot) -> str:
+    return "".join(f"{line}\n" for line in folded_lines(snap.tree))
+
+
+def test_record_to_dash_writes_stdout_and_reports_on_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    _check_writable(Path("-"))  # no "no directory" or "permission denied" up front
+    save_recording(SNAP, META, Path("-"), None)
+    out, err = capfd.readouterr()
+    assert out == folded_text(SNAP)
+    assert err.startswith(f"bpftop: wrote {SNAP.stats.total_samples} samples to standard output")
+
+
+@pytest.fixture
+def rescue_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    rescue = tmp_path / "rescue"
+    rescue.mkdir()
+    monkeypatch.setattr(files, "RESCUE_DIR", rescue)
+    return rescue
+
+
+def test_a_full_device_fails_and_says_where_the_profile_went(
+    tmp_path: Path, rescue_dir: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    full = char_device(tmp_path, "full", 7)
+    with pytest.raises(OutputError) as info:
+        save_recording(SNAP, META, full, "folded")
+    message = info.value.message
+    assert message.startswith(f"cannot write {full}: No space left on device; ")
+    assert "full" in info.value.hint and info.value.exit_code == 6
+    (rescue,) = rescue_dir.iterdir()
+    assert f"the profile was saved to {rescue} instead" in message
+    assert rescue.name.startswith("bpftop-4242-") and rescue.name.endswith(".folded")
+    assert rescue.read_text() == folded_text(SNAP)
+    assert stat.S_IMODE(rescue.stat().st_mode) == 0o600, "command lines may hold secrets"
+    assert is_char_device(full, 7)
+    assert "wrote" not in capfd.readouterr().err
+
+
+def test_when_the_rescue_fails_too_both_failures_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "RESCUE_DIR", tmp_path / "gone")
+    full = char_device(tmp_path, "full", 7)
+    with pytest.raises(OutputError) as info:
+        save_recording(SNAP, META, full, "pprof")
+    message = info.value.message
+    assert message.startswith(f"cannot write {full}: No space left on device; ")
+    assert f"saving it under {tmp_path / 'gone'} failed too" in message
+    assert "No such file or directory" in message and "\n" not in message
+
+
+def test_diff_folded_to_a_full_stdout_is_a_one_line_error(tmp_path: Path) -> None:
+    base, new = tmp_path / "base.folded", tmp_path / "new.folded"
+    base.write_text("app;main;a 3\n")
+    new.write_text("app;main;a 1\napp;main;b 2\n")
+    ok = subprocess.run(
+        [str(BPFTOP), "diff", "--folded", str(base), str(new)], capture_output=True, text=True
+    )
+    assert ok.returncode == 0 and ok.stdout == "app;main;a 3 1\napp;main;b 0 2\n", ok
+    with open("/dev/full", "wb") as full:
+        failed = subprocess.run(
+            [str(BPFTOP), "diff", "--folded", str(base), str(new)],
+            stdout=full, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    assert failed.returncode == 6, failed.stderr
+    assert failed.stderr.splitlines() == [
+        "bpftop: cannot write to standard output: No space left on device "
+        "(the disk or device is full; free some space or choose another place)"
+    ]
