@@ -18,9 +18,9 @@ from bpftop.tui.views.calltree import CallTreeView
 Built = tuple[CallNode, NodeKey, CallNode, float]
 
 
-def build(tree: CallNode, key: NodeKey, expected: int | None) -> Built:
+def build(tree: CallNode, key: NodeKey) -> Built:
     started = time.perf_counter()
-    result = callers_tree(tree, key, expected)
+    result = callers_tree(tree, key)
     return tree, key, result, time.perf_counter() - started
 
 
@@ -52,7 +52,9 @@ class CallersView(CallTreeView):
     ) -> None:
         """Show the callers of ``key`` in ``tree`` (now, or when the worker is done).
 
-        ``expected``, the function's total samples if known, lets the build stop early.
+        ``expected`` (the function's total samples) is not needed: the callers
+        are computed on the tree's arrays in a few passes, not by a walk that
+        could stop early. It is ignored.
         """
         self.set_options(match=match, show_source=show_source)
         self._wanted = key
@@ -65,7 +67,7 @@ class CallersView(CallTreeView):
         if built is not None and built[0] is tree and built[1] == key:
             return
         job = (id(tree), key)
-        result = self.builds.submit(job, lambda: build(tree, key, expected), self._apply)
+        result = self.builds.submit(job, lambda: build(tree, key), self._apply)
         if result is not None:
             self._apply(result)
         else:
