@@ -12,12 +12,12 @@ No Textual here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.tui.model.path_tree import merge_paths, merged_root
+from bpftop.tui.model.path_tree import merge_paths, merged_root, tree_from_parents
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
@@ -100,26 +100,33 @@ def hot_of(live: LiveTree, limit: int | None = None) -> tuple[HotFunction, ...]:
     return tuple(rows if limit is None else rows[:limit])
 
 
-def callers(live: LiveTree, key: NodeKey) -> CallNode:
+def callers(live: LiveTree, key: NodeKey) -> LiveNode:
     """``views.callers_tree`` on arrays: root -> the function -> its callers -> ...
 
     Each outermost occurrence of the function adds its samples along its path
-    upwards; paths are merged where their callers are the same.
+    upwards; paths are merged where their callers are the same. The result is
+    a ``LiveTree`` too (a function called from 10,000 paths has 10,000 caller
+    nodes, and the view makes a screenful).
     """
     key_id = live.key_ids.get(key, -1)
     occurrences = np.flatnonzero(
         (live.key_id == key_id) & ((live.flags & FIRST_OF_FUNCTION) != 0) & (live.total > 0)
     )
-    weights = live.total[occurrences]
-    found = int(weights.sum())
-    fn_callers: tuple[CallNode, ...] = ()
-    if found:
-        fn_callers = _inverted(live, live.parent[occurrences], weights)
-    fn = CallNode(key[0], key[1], key[2], 0, found, fn_callers)
-    return CallNode("callers", total_count=found, children=(fn,) if found else ())
+    levels = _caller_levels(live, live.parent[occurrences], live.total[occurrences])
+    return _callers_tree(live, key, levels)
 
 
-def _inverted(live: LiveTree, nodes: Ids, weights: Counts) -> tuple[CallNode, ...]:
+class CallerLevel(NamedTuple):
+    """One level of callers: for each, its callee's index one level down (the
+    function's at the first level), its key, its samples and one node it merges."""
+
+    below: Counts
+    key_id: Counts
+    samples: Counts
+    origin: Ids
+
+
+def _caller_levels(live: LiveTree, nodes: Ids, weights: Counts) -> list[CallerLevel]:
     """Callers level by level, from the occurrences' parents up to the processes.
 
     At each level a path's caller node is identified by (its node one level
@@ -138,109 +145,52 @@ def _inverted(live: LiveTree, nodes: Ids, weights: Counts) -> tuple[CallNode, ..
         up = live.parent[nodes]
         keep = up != ROOT  # a process is the last caller of a path
         nodes, weights, group = up[keep], weights[keep], inverse[keep]
-    if not levels:
-        return ()
-    return CallerLevels(live, levels).children(-1, 0)
+    return levels
 
 
-class CallerLevel(NamedTuple):
-    """One level of callers: for each, its callee's index one level down (the
-    function's at the first level), its key, its samples and one node it merges."""
-
-    below: Counts
-    key_id: Counts
-    samples: Counts
-    origin: Ids
+CALLERS_ROOT: NodeKey = ("callers", "", False)
+_EMPTY = np.zeros(0, np.int64)
+_NO_LEVEL = CallerLevel(_EMPTY, _EMPTY, _EMPTY, np.zeros(0, np.int32))
 
 
-class CallerLevels:
-    """The callers of one function as arrays, level by level; nodes are made
-    when a view opens them (a function called from 10,000 paths has 10,000
-    caller nodes, and the view shows a screenful)."""
-
-    def __init__(self, live: LiveTree, levels: list[CallerLevel]) -> None:
-        self.live = live
-        self.levels = levels
-        self._kids: list[tuple[Order, Counts]] = []  # per level: callers one up, by callee
-        self.own: list[Counts] = []  # per level: samples not passed on to a caller
-        empty = np.zeros(0, np.int64)
-        none = CallerLevel(empty, empty, empty, np.zeros(0, np.int32))
-        for depth, level in enumerate(levels):
-            count = len(level.samples)
-            above = levels[depth + 1] if depth + 1 < len(levels) else none
-            starts = np.zeros(count + 1, np.int64)
-            np.cumsum(np.bincount(above.below, minlength=count), out=starts[1:])
-            self._kids.append((np.argsort(above.below, kind="stable"), starts))
-            passed = np.bincount(above.below, above.samples, count).astype(np.int64)
-            self.own.append(level.samples - passed)
-
-    def children(self, depth: int, index: int) -> tuple[CallNode, ...]:
-        """The callers of node ``index`` at ``depth`` (-1: of the function), hottest first."""
-        at: Order
-        if depth < 0:
-            at = np.flatnonzero(self.levels[0].below == index)
-        else:
-            order, starts = self._kids[depth]
-            at = order[starts[index] : starts[index + 1]]
-        nodes = [self.node(depth + 1, i) for i in at.tolist()]
-        nodes.sort(key=_order)
-        return tuple(nodes)
-
-    def has_children(self, depth: int, index: int) -> bool:
-        starts = self._kids[depth][1]
-        return bool(starts[index + 1] > starts[index])
-
-    def node(self, depth: int, index: int) -> CallNode:
-        level, live = self.levels[depth], self.live
-        label, module, kernel = live.keys[int(level.key_id[index])]
-        origin = int(level.origin[index])
-        flags = int(live.flags[origin])
-        return CallerNode(
-            self, depth, index, label, module, kernel, int(self.own[depth][index]),
-            int(level.samples[index]), live.sources.get(origin, ""),
-            bool(flags & INLINED), bool(flags & UNRESOLVED),
-        )  # fmt: skip
+def _callers_tree(live: LiveTree, key: NodeKey, levels: list[CallerLevel]) -> LiveNode:
+    """The callers as a tree of arrays: node 0 is the root, 1 the function, then
+    each level's callers (ids level by level; a caller's parent is its callee).
+    Flags carry only INLINED and UNRESOLVED (no table is ranked from this tree)."""
+    found = int(levels[0].samples.sum()) if levels else 0
+    sizes = [len(level.samples) for level in levels]
+    starts = np.cumsum([2, *sizes])  # the first id of each level
+    parent, passed = [np.zeros(2, np.int64)], [np.array([found, found], np.int64)]
+    for depth, level in enumerate(levels):
+        parent.append(level.below + (starts[depth - 1] if depth else 1))
+        above = levels[depth + 1] if depth + 1 < len(levels) else _NO_LEVEL
+        passed.append(np.bincount(above.below, above.samples, sizes[depth]).astype(np.int64))
+    origin = _joined([level.origin for level in levels])
+    used, key_id = np.unique(_joined([level.key_id for level in levels]), return_inverse=True)
+    keys = [live.keys[k] for k in used.tolist()]
+    key_ids = {k: i for i, k in enumerate(keys)}
+    ends = [key_ids.setdefault(k, len(key_ids)) for k in (CALLERS_ROOT, key)]
+    keys.extend(list(key_ids)[len(keys) :])  # the root's and the function's, if new
+    total = _joined([np.array([found, found], np.int64), *(level.samples for level in levels)])
+    return tree_from_parents(
+        _joined(parent).astype(np.int32),
+        np.repeat(np.arange(len(sizes) + 2, dtype=np.int16), [1, 1, *sizes]),
+        _joined([np.array(ends, np.int64), key_id]).astype(np.int32),
+        _joined([np.zeros(2, np.uint8), live.flags[origin] & (INLINED | UNRESOLVED)]),
+        total - _joined(passed), total, keys, key_ids, _sources_of(live, origin, 2),
+    ).root()  # fmt: skip
 
 
-class CallerNode(CallNode):
-    """A node of a live callers tree: its callers made on first access."""
-
-    __slots__ = ("_at", "_depth", "_kids", "_levels")
-
-    def __init__(
-        self,
-        levels: CallerLevels,
-        depth: int,
-        at: int,
-        label: str,
-        module: str,
-        kernel: bool,
-        self_count: int,
-        total_count: int,
-        source: str,
-        inlined: bool,
-        unresolved: bool,
-    ) -> None:
-        super().__init__(
-            label, module, kernel, self_count, total_count, (), source, inlined, unresolved
-        )
-        self._levels, self._depth, self._at = levels, depth, at
-        self._kids: tuple[CallNode, ...] | None = None
-
-    @property
-    def children(self) -> tuple[CallNode, ...]:
-        kids = self._kids
-        if kids is None:  # two threads may both make them: equal results, either kept
-            kids = self._kids = self._levels.children(self._depth, self._at)
-        return kids
-
-    @property
-    def has_children(self) -> bool:
-        return self._levels.has_children(self._depth, self._at)
+def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else _EMPTY
 
 
-def _order(node: CallNode) -> tuple[int, str, str, bool]:
-    return (-node.total_count, node.label, node.module, node.kernel)
+def _sources_of(live: LiveTree, origin: npt.NDArray[Any], first: int) -> dict[int, str]:
+    """The file:line of nodes made from ``origin`` (node ``first + i`` from ``origin[i]``)."""
+    if not live.sources:  # only while file:line is shown
+        return {}
+    sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
+    return {first + n: live.sources[int(origin[n])] for n in sourced.tolist()}
 
 
 def kept_frames(live: LiveTree, keep: Match) -> LiveNode:
@@ -262,10 +212,7 @@ def kept_frames(live: LiveTree, keep: Match) -> LiveNode:
     paths = np.where(cells >= 0, live.key_id[np.maximum(cells, 0)], -1)
     merged = merge_paths(paths, live.self_count[stacks])
     origin = cells[merged.row, merged.column]
-    sources: dict[int, str] = {}
-    if live.sources:  # only while file:line is shown
-        sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
-        sources = {n: live.sources[int(origin[n])] for n in sourced.tolist()}
+    sources = _sources_of(live, origin, 0)
     return merged_root(merged, live.flags[origin], live.keys, live.key_ids, sources)
 
 
