@@ -303,14 +303,20 @@ def test_live_snapshot_views_equal_node_walks(
     plain = eager(live)
     assert live == plain
     fn = ("k1", "[kernel]", True) if name == "k1" else key(name)
+    match = lambda n: n.label == name  # noqa: E731
     callers = callers_tree(live, fn)
     assert callers == oracle.callers_tree(plain, fn) == callers_tree(plain, fn)
     assert_has_children_without_making_them(callers)
+    for tree in (callers, node_at(live, path("main")), node_at(live, path("main", "rec"))):
+        if tree is not None:  # a zoom, or the callers view: the hottest path below the node
+            found = oracle.hottest_path_of(eager(tree), key("main"))
+            assert hottest_path_of(tree, key("main")) == found
+            assert hottest_path_of(tree, fn) == oracle.hottest_path_of(eager(tree), fn)
+            assert forward_matches(tree, match) == oracle.matching_paths(eager(tree), match)
     hottest = hottest_path_of(live, fn)
     assert hottest == oracle.hottest_path_of(plain, fn) == hottest_path_of(plain, fn)
     hot = hot_from_tree(live)
     assert hot == oracle.hot_from_tree(plain) == hot_from_tree(plain) == p.hot_functions()
-    match = lambda n: n.label == name  # noqa: E731
     paths = oracle.matching_paths(plain, match)
     assert forward_matches(live, match) == paths
     for here in [None, *paths[:2], path("main")]:

@@ -36,11 +36,6 @@ Mask = npt.NDArray[np.bool_]
 Order = npt.NDArray[np.intp]
 
 
-def live_root(node: CallNode) -> LiveTree | None:
-    """The snapshot behind ``node`` when it is a live snapshot's root."""
-    return node.live_tree if isinstance(node, LiveNode) and node.index == ROOT else None
-
-
 def key_mask(live: LiveTree, match: Match) -> Mask:
     """Per node: does its key match (the root never does)."""
     matched = np.fromiter((match(CallNode(*key)) for key in live.keys), np.bool_, len(live.keys))
@@ -233,20 +228,39 @@ def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
     return cells
 
 
-def hottest_occurrence(live: LiveTree, key: NodeKey) -> tuple[NodeKey, ...] | None:
-    """``views.hottest_path_of`` on arrays: the path (below the root) of the node
-    of ``key`` with the most samples; of equal ones, the first in display order
-    (children hottest first, then by key; an ancestor before its descendants)."""
+def hottest_occurrence(live: LiveTree, key: NodeKey, top: int = ROOT) -> tuple[NodeKey, ...] | None:
+    """``views.hottest_path_of`` on arrays: the path (below node ``top``) of the
+    node of ``key`` under ``top`` with the most samples; of equal ones, the first
+    in display order (children hottest first, then by key; an ancestor before
+    its descendants)."""
     key_id = live.key_ids.get(key, -1)
     candidates = np.flatnonzero((live.key_id == key_id) & (live.total > 0))
+    candidates = candidates[_descends(live, candidates, top)]
     if not len(candidates):
         return None
     best = live.total[candidates].max()
     ranked = []
     for node in candidates[live.total[candidates] == best].tolist():
         order = []
-        while node != ROOT:
+        while node != top:
             order.append((-int(live.total[node]), live.keys[int(live.key_id[node])]))
             node = int(live.parent[node])
         ranked.append(order[::-1])
     return tuple(k for _, k in min(ranked))
+
+
+def _descends(live: LiveTree, nodes: Counts, top: int) -> Mask:
+    """Per node of ``nodes``: is it below node ``top``. Each is lifted to
+    ``top``'s depth, one level per pass."""
+    below: Mask = nodes != top
+    if top == ROOT:
+        return below
+    depth = live.depth[top]
+    up = nodes.copy()
+    deeper: Mask = live.depth[up] > depth
+    below &= deeper
+    while deeper.any():
+        up[deeper] = live.parent[up[deeper]]
+        deeper = live.depth[up] > depth
+    below &= up == top
+    return below

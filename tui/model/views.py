@@ -118,13 +118,12 @@ Children = Callable[[CallNode, NodePath], tuple[CallNode, ...]]
 
 
 def _search_children(tree: CallNode, match: Match, current: NodePath | None) -> Children:
-    """What a search walk visits below a node: on a live snapshot only the
-    subtrees that lead to a match (or to ``current``), so a rare match costs
-    its paths, not the whole profile."""
-    live = live_views.live_root(tree)
-    if live is None:
+    """What a search walk visits below a node: on a live snapshot (or a zoom
+    into one) only the subtrees that lead to a match (or to ``current``), so a
+    rare match costs its paths, not the whole profile."""
+    if not isinstance(tree, LiveNode):
         return lambda node, path: node.children
-    leads = live_views.leads_to_match(live, match)
+    leads = live_views.leads_to_match(tree.live_tree, match)
     here = current or ()
 
     def below(node: CallNode, path: NodePath) -> tuple[CallNode, ...]:
@@ -138,10 +137,13 @@ def _search_children(tree: CallNode, match: Match, current: NodePath | None) -> 
     return below
 
 
-def hottest_path_of(tree: CallNode, key: NodeKey) -> NodePath | None:
-    """The path of the occurrence of ``key`` with the most samples; of equal
-    ones, the first in display order."""
-    return live_views.hottest_occurrence(array_tree(tree), key)
+def hottest_path_of(node: CallNode, key: NodeKey) -> NodePath | None:
+    """The path below ``node`` of the occurrence of ``key`` with the most
+    samples; of equal ones, the first in display order. On a live node (a
+    zoom into a snapshot) the snapshot's arrays are searched, not copied."""
+    if isinstance(node, LiveNode):
+        return live_views.hottest_occurrence(node.live_tree, key, node.index)
+    return live_views.hottest_occurrence(array_tree(node), key)
 
 
 def sort_hot(hot: tuple[HotFunction, ...], column: str, descending: bool) -> list[HotFunction]:
