@@ -10,20 +10,17 @@ from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.formats.folded import folded_lines
+from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.tree_paths import chain_to, compile_search, next_match, node_at
 from bpftop.tui.model.views import (
     Match,
-    callers_tree,
-    chain_to,
-    compile_search,
     filter_tree,
     hot_from_tree,
     hottest_path_of,
     keep_frames,
-    next_match,
-    node_at,
     sort_hot,
     trend,
 )

@@ -6,16 +6,16 @@ sorted as byte strings (rows sharing a prefix become neighbours); a node
 starts at (row, column) when the row differs from the row above at or
 before that column, every other cell belongs to the node last started in
 its column, and a node's parent is the node one column to the left.
-Equal rows merge. Used by the importers (``load_tree``) and by views that
-drop frames (``live_views.kept_frames``). ``tree_from_parents`` makes a tree
-of nodes given by their parents; ``array_tree`` makes any ``CallNode`` tree
-into arrays, so the derived views have one implementation, on arrays.
-No Textual here.
+Equal rows merge. Used by the importers (``load_tree``) and by the view
+that drops frames (``views.keep_frames``). ``tree_from_parents`` makes a
+tree of nodes given by their parents (the callers tree); ``array_tree``
+makes any ``CallNode`` tree into arrays, so each derived view has one
+implementation, on arrays. No Textual here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -169,6 +169,17 @@ def tree_from_parents(
         next_sibling=next_sibling, keys=keys, key_ids=key_ids, sources=sources or {},
     )  # fmt: skip
     return LiveTree(shape, self_count, total)
+
+
+def sources_from(
+    live: LiveTree, origin: npt.NDArray[np.integer[Any]], first: int
+) -> dict[int, str]:
+    """The file:line of nodes made from ``live``'s nodes ``origin`` (node
+    ``first + i`` from ``origin[i]``), for a tree derived from ``live``."""
+    if not live.sources:  # only while file:line is shown
+        return {}
+    sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
+    return {first + n: live.sources[int(origin[n])] for n in sourced.tolist()}
 
 
 def array_tree(node: CallNode) -> LiveTree:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 
 from bpftop.tui.app.background import Background
+from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import Match, NodeKey, callers_tree
+from bpftop.tui.model.store import NodeKey
+from bpftop.tui.model.views import Match
 from bpftop.tui.views.calltree import CallTreeView
 
 Built = tuple[CallNode, NodeKey, CallNode, float]
