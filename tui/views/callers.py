@@ -1,9 +1,9 @@
 """The Callers view: the bottom-up tree of the selected function.
 
-Building it walks the whole call tree, which at profiler scale takes longer
-than a frame, so builds run on a :class:`~bpftop.tui.app.background.Background`
-worker: the view keeps showing the previous result (marked as updating)
-until the new one arrives.
+Building it (``model.callers``) makes passes over every node of the call
+tree's arrays, up to tens of milliseconds at profiler scale, so builds run on
+a :class:`~bpftop.tui.app.background.Background` worker: the view keeps
+showing the previous result (marked as updating) until the new one arrives.
 """
 
 from __future__ import annotations
