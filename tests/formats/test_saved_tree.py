@@ -19,10 +19,12 @@ from bpftop.tui.formats.saved import (
 )
 from bpftop.tui.formats.saved_folded import from_folded
 from bpftop.tui.formats.saved_tree import build_tree
-from bpftop.tui.model.live_views import live_root
+from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import callers_tree, hot_from_tree
+from bpftop.tui.model.store import ROOT, LiveNode
+from bpftop.tui.model.views import hot_from_tree
 from tests.formats.test_saved import META, sample_profile
+from tests.model import oracle_views
 
 # Labels that are prefixes of each other and sort around ';' (':' < ';' < '<').
 LABELS = ["a", "ab", "a:b", "a<", "b", "do_sys_[k]", "x_[k]", "_[k]", "main", "a b", "app"]
@@ -41,7 +43,7 @@ FRAMES = [
 
 
 def _plain(node: CallNode) -> CallNode:
-    """The same tree as plain nodes (no array fast paths in the views)."""
+    """The same tree as plain nodes (for the node-walk oracle)."""
     kids = tuple(_plain(child) for child in node.children)
     return CallNode(node.label, node.module, node.kernel, node.self_count, node.total_count,
                     kids, node.source, node.inlined, node.unresolved)  # fmt: skip
@@ -50,10 +52,11 @@ def _plain(node: CallNode) -> CallNode:
 def _assert_same_views(built: CallNode, expected: CallNode) -> None:
     """Equal trees, and equal array views of them (they read FIRST_OF_FUNCTION:
     a recursive function's samples count once) as of ``Profile``'s own tree."""
-    assert live_root(built) is not None and live_root(expected) is not None
+    for tree in (built, expected):
+        assert isinstance(tree, LiveNode) and tree.index == ROOT
     assert built == expected
     hot = hot_from_tree(built)
-    assert hot == hot_from_tree(expected) == hot_from_tree(_plain(expected))
+    assert hot == hot_from_tree(expected) == oracle_views.hot_from_tree(_plain(expected))
     for function in hot[:3]:
         key = (function.label, function.module, function.kernel)
         assert callers_tree(built, key) == callers_tree(expected, key)

@@ -10,25 +10,22 @@ from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.formats.folded import folded_lines
+from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
+from bpftop.tui.model.tree_paths import chain_to, compile_search, next_match, node_at
 from bpftop.tui.model.views import (
     Match,
-    callers_tree,
-    chain_to,
-    compile_search,
     filter_tree,
     hot_from_tree,
     hottest_path_of,
     keep_frames,
-    matching_paths,
-    next_match,
-    node_at,
     sort_hot,
     trend,
 )
 from bpftop.tui.model.viewstate import ViewState
+from tests.model import oracle_views as oracle
 
 M = "/bin/app"
 
@@ -113,10 +110,11 @@ def test_search_helpers() -> None:
     error = compile_search("(")
     assert isinstance(error, str) and error.startswith("bad regex")
     tree = profile().tree()
-    found = matching_paths(tree, lambda n: n.label == "leaf")
+    found = oracle.matching_paths(tree, lambda n: n.label == "leaf")
     assert found == [path("main", "a", "leaf"), path("main", "b", "leaf"),
                      path("main", "rec", "rec", "leaf")]  # fmt: skip
-    assert len(matching_paths(tree, lambda n: True, limit=3)) == 3
+    assert forward_matches(tree, lambda n: n.label == "leaf") == found
+    assert len(oracle.matching_paths(tree, lambda n: True, limit=3)) == 3
     assert hottest_path_of(tree, key("leaf")) == path("main", "a", "leaf")
     assert hottest_path_of(tree, key("nope")) is None
 
@@ -249,11 +247,14 @@ def eager(node: CallNode) -> CallNode:
     return node._replace(children=tuple(eager(c) for c in node.children))
 
 
-def test_callers_tree_stops_early_with_expected_total() -> None:
-    tree = eager(profile().tree())
-    assert callers_tree(tree, key("leaf"), expected=10) == callers_tree(tree, key("leaf"))
-    partial = callers_tree(tree, key("leaf"), expected=5)
-    assert partial.total_count == 5
+def forward_matches(tree: CallNode, match: Match) -> list[tuple[tuple[str, str, bool], ...]]:
+    """Every match ``next_match`` visits going forward from the top, until it wraps."""
+    found: list[tuple[tuple[str, str, bool], ...]] = []
+    here = next_match(tree, match, None, 1)
+    while here is not None and here not in found:
+        found.append(here)
+        here = next_match(tree, match, here, 1)
+    return found
 
 
 FUNCTIONS = ["main", "a", "b", "rec", "leaf", "k1"]
@@ -287,8 +288,9 @@ def assert_has_children_without_making_them(node: CallNode) -> None:
 def test_live_snapshot_views_equal_node_walks(
     stacks: list[tuple[str, list[str], int]], name: str
 ) -> None:
-    """Filter, per-function table and callers computed on a snapshot's arrays
-    agree with the same views walked node by node."""
+    """Filter, frames kept, per-function table, callers and hottest path
+    computed on a snapshot's arrays agree with the same views walked node by
+    node (the oracle), and with themselves on a plain copy of the tree."""
     p = Profile()
     for process, names, count in stacks:
         frames = [SPECIAL.get(n) or u(n) for n in names]
@@ -298,26 +300,35 @@ def test_live_snapshot_views_equal_node_walks(
     plain = eager(live)
     assert live == plain
     fn = ("k1", "[kernel]", True) if name == "k1" else key(name)
-    assert callers_tree(live, fn) == callers_tree(plain, fn)
-    assert_has_children_without_making_them(callers_tree(live, fn))
-    assert hottest_path_of(live, fn) == hottest_path_of(plain, fn)
-    assert hot_from_tree(live) == hot_from_tree(plain) == p.hot_functions()
     match = lambda n: n.label == name  # noqa: E731
-    paths = matching_paths(live, match)
-    assert paths == matching_paths(plain, match)
+    callers = callers_tree(live, fn)
+    assert callers == oracle.callers_tree(plain, fn) == callers_tree(plain, fn)
+    assert_has_children_without_making_them(callers)
+    for tree in (callers, node_at(live, path("main")), node_at(live, path("main", "rec"))):
+        if tree is not None:  # a zoom, or the callers view: the hottest path below the node
+            found = oracle.hottest_path_of(eager(tree), key("main"))
+            assert hottest_path_of(tree, key("main")) == found
+            assert hottest_path_of(tree, fn) == oracle.hottest_path_of(eager(tree), fn)
+            assert forward_matches(tree, match) == oracle.matching_paths(eager(tree), match)
+    hottest = hottest_path_of(live, fn)
+    assert hottest == oracle.hottest_path_of(plain, fn) == hottest_path_of(plain, fn)
+    hot = hot_from_tree(live)
+    assert hot == oracle.hot_from_tree(plain) == hot_from_tree(plain) == p.hot_functions()
+    paths = oracle.matching_paths(plain, match)
+    assert forward_matches(live, match) == paths
     for here in [None, *paths[:2], path("main")]:
         for step in (1, -1):
             assert next_match(live, match, here, step) == next_match(plain, match, here, step)
-    kept, kept_plain = filter_tree(live, match), filter_tree(plain, match)
-    assert kept == kept_plain
-    if kept is not None and kept_plain is not None:
-        assert hot_from_tree(kept) == hot_from_tree(kept_plain)
+    kept = filter_tree(live, match)
+    assert kept == oracle.filter_tree(plain, match) == filter_tree(plain, match)
+    if kept is not None:
+        assert hot_from_tree(kept) == oracle.hot_from_tree(eager(kept))
     keeps: list[Match] = [lambda n: not n.kernel, lambda n: n.kernel, lambda n: n.label != name]
     for keep in keeps:
         user = keep_frames(live, keep)
-        assert user == keep_frames(plain, keep)
-        assert hot_from_tree(user) == hot_from_tree(keep_frames(plain, keep))
-        assert filter_tree(user, match) == filter_tree(eager(user), match)
+        assert user == oracle.keep_frames(plain, keep) == keep_frames(plain, keep)
+        assert hot_from_tree(user) == oracle.hot_from_tree(oracle.keep_frames(plain, keep))
+        assert filter_tree(user, match) == oracle.filter_tree(eager(user), match)
     for process, names, count in stacks[::2]:  # a window's tail: nodes may fall to zero
         p.remove(process, [SPECIAL.get(n) or u(n) for n in names], count)
     assert_has_children_without_making_them(p.tree())

@@ -1,4 +1,4 @@
-"""A call tree built from a matrix of key paths, in array passes, as a ``LiveTree``.
+"""Call trees built as arrays (``LiveTree``): from key paths, from parents, from nodes.
 
 Every row of ``paths`` is one stack: key ids root first (column 0 is the
 root, the same in every row; column = depth), padded with -1. Rows are
@@ -6,19 +6,26 @@ sorted as byte strings (rows sharing a prefix become neighbours); a node
 starts at (row, column) when the row differs from the row above at or
 before that column, every other cell belongs to the node last started in
 its column, and a node's parent is the node one column to the left.
-Equal rows merge. Used by the importers (``load_tree``) and by views that
-drop frames (``live_views.kept_frames``). No Textual here.
+Equal rows merge. Used by the importers (``load_tree``) and by the view
+that drops frames (``views.keep_frames``). ``tree_from_parents`` makes a
+tree of nodes given by their parents (the callers tree); ``array_tree``
+makes any ``CallNode`` tree into arrays, so each derived view has one
+implementation, on arrays. No Textual here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
+    INLINED,
+    ROOT,
+    UNRESOLVED,
     Counts,
     Ids,
     LiveNode,
@@ -134,12 +141,82 @@ def merged_root(
 ) -> LiveNode:
     """The root of a ``LiveTree`` of merged paths, nodes keyed by ``merged.key_id``
     (indices into ``keys``; ``key_ids`` its inverse, made if not given)."""
+    return tree_from_parents(
+        merged.parent, merged.depth, merged.key_id, flags, merged.self_count, merged.total,
+        keys, key_ids, sources,
+    ).root()  # fmt: skip
+
+
+def tree_from_parents(
+    parent: Ids,
+    depth: npt.NDArray[np.int16],
+    key_id: Ids,
+    flags: Flags,
+    self_count: Counts,
+    total: Counts,
+    keys: list[NodeKey],
+    key_ids: dict[NodeKey, int] | None = None,
+    sources: dict[int, str] | None = None,
+) -> LiveTree:
+    """A ``LiveTree`` of nodes given by their columns (node 0 is the root; any
+    order otherwise), keyed by indices into ``keys`` (``key_ids`` its inverse,
+    made if not given)."""
     if key_ids is None:
         key_ids = {key: index for index, key in enumerate(keys)}
-    first_child, next_sibling = link_children(merged.parent)
+    first_child, next_sibling = link_children(parent)
     shape = Shape(
-        parent=merged.parent, depth=merged.depth, key_id=merged.key_id, flags=flags,
-        first_child=first_child, next_sibling=next_sibling, keys=keys, key_ids=key_ids,
-        sources=sources or {},
+        parent=parent, depth=depth, key_id=key_id, flags=flags, first_child=first_child,
+        next_sibling=next_sibling, keys=keys, key_ids=key_ids, sources=sources or {},
     )  # fmt: skip
-    return LiveTree(shape, merged.self_count, merged.total).root()
+    return LiveTree(shape, self_count, total)
+
+
+def sources_from(
+    live: LiveTree, origin: npt.NDArray[np.integer[Any]], first: int
+) -> dict[int, str]:
+    """The file:line of nodes made from ``live``'s nodes ``origin`` (node
+    ``first + i`` from ``origin[i]``), for a tree derived from ``live``."""
+    if not live.sources:  # only while file:line is shown
+        return {}
+    sourced = np.flatnonzero(np.isin(origin, np.fromiter(live.sources, np.int64)))
+    return {first + n: live.sources[int(origin[n])] for n in sourced.tolist()}
+
+
+def array_tree(node: CallNode) -> LiveTree:
+    """``node`` and everything below it as arrays, ``node`` as the root.
+
+    A live snapshot's root gives its own ``LiveTree``. Any other tree (a
+    placeholder, a zoomed subtree, a test's plain nodes) is copied in one
+    walk, flags set as ``Profile`` sets them (``FIRST_OF_FUNCTION`` from
+    depth 2, below the process rows).
+    """
+    if isinstance(node, LiveNode) and node.index == ROOT:
+        return node.live_tree
+    rows: list[tuple[int, int, int, int, int, int]] = []  # parent, depth, key, flags, self, total
+    key_ids: dict[NodeKey, int] = {}
+    sources: dict[int, str] = {}
+    on_path: dict[int, int] = {}  # key -> its frames on the path to the node (depth 2 on)
+    stack: list[tuple[CallNode | None, int]] = [(node, ROOT)]  # (node, its parent's index)
+    while stack:
+        item, at = stack.pop()
+        if item is None:  # done below node ``at``
+            on_path[rows[at][2]] -= 1
+            continue
+        index = len(rows)
+        depth = rows[at][1] + 1 if rows else 0
+        key = key_ids.setdefault(item.key, len(key_ids))
+        flags = (INLINED if item.inlined else 0) | (UNRESOLVED if item.unresolved else 0)
+        if depth >= 2:
+            flags |= 0 if on_path.get(key) else FIRST_OF_FUNCTION
+            on_path[key] = on_path.get(key, 0) + 1
+            stack.append((None, index))
+        if item.source:
+            sources[index] = item.source
+        rows.append((at, depth, key, flags, item.self_count, item.total_count))
+        stack.extend((child, index) for child in reversed(item.children))
+    columns = np.array(rows, np.int64)
+    return tree_from_parents(
+        columns[:, 0].astype(np.int32), columns[:, 1].astype(np.int16),
+        columns[:, 2].astype(np.int32), columns[:, 3].astype(np.uint8), columns[:, 4].copy(),
+        columns[:, 5].copy(), list(key_ids), key_ids, sources,
+    )  # fmt: skip

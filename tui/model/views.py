@@ -1,313 +1,188 @@
-"""Derived views of an immutable call tree: zoom, filter, callers, search, sort.
+"""Derived views of a call tree: what the views show instead of the snapshot's own.
 
-Every function here takes a frozen ``CallNode`` tree and returns new frozen
-values (sharing unchanged subtrees), so the app can derive what a view shows
-without touching the collector's ``Profile``. No Textual here.
+One implementation of each, on the tree's arrays (a ``LiveTree``):
+``filter_tree`` keeps the stacks with a matching frame, ``keep_frames``
+drops the user or the kernel frames, ``hot_from_tree`` is the function
+table of a derived tree, ``hottest_path_of`` finds where a function is
+hottest, and ``leads_to_match`` tells a search which subtrees to visit.
+The callers of a function are in ``callers``; paths and search in
+``tree_paths``. ``sort_hot`` and ``trend`` order and mark the function
+table's rows.
+
+Each takes any ``CallNode`` tree. A live snapshot's root (what the
+collector, the importers and these views all make) is used as it is;
+another tree is copied into arrays first (``path_tree.array_tree``). Made
+node by node, a view of 750,000 nodes costs seconds; here it is a few
+passes over the arrays, level by level (every node's parent is one level
+up). A ``Match`` is asked once per distinct key, never per node: matches
+look only at a node's key (label, module, kernel). The tests keep
+node-by-node walks of the same views as their oracle. No Textual here.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from bpftop.tui.model import live_views
+import numpy as np
+import numpy.typing as npt
+
+from bpftop.tui.model.path_tree import array_tree, merge_paths, merged_root, sources_from
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.store import LiveNode
+from bpftop.tui.model.store import FIRST_OF_FUNCTION, ROOT, Counts, LiveNode, LiveTree, NodeKey
 
-NodeKey = tuple[str, str, bool]
 NodePath = tuple[NodeKey, ...]
+"""The sibling keys from a tree's top down to one of its nodes."""
 Match = Callable[[CallNode], bool]
+"""A search or a frame filter: asked about a node's key only."""
+Mask = npt.NDArray[np.bool_]
 
 HOT_COLUMNS = ("self", "total", "samples", "function", "module")
 
 
-def node_at(tree: CallNode, path: NodePath) -> CallNode | None:
-    """The node reached from ``tree`` by sibling keys, or None."""
-    node = tree
-    for key in path:
-        for child in node.children:
-            if child.key == key:
-                node = child
-                break
-        else:
-            return None
-    return node
+def key_mask(live: LiveTree, match: Match) -> Mask:
+    """Per node: does its key match (the root never does)."""
+    matched = np.fromiter((match(CallNode(*key)) for key in live.keys), np.bool_, len(live.keys))
+    mask = matched[live.key_id]
+    mask[ROOT] = False
+    return mask
 
 
-def chain_to(tree: CallNode, path: NodePath) -> CallNode:
-    """A tree holding only the branch down to ``path`` (for exporting a zoom)."""
-    nodes = [tree]
-    for n in range(1, len(path) + 1):
-        found = node_at(tree, path[:n])
-        if found is None:
-            break
-        nodes.append(found)
-    result = nodes[-1]
-    for parent in reversed(nodes[:-1]):
-        result = parent._replace(self_count=0, total_count=result.total_count, children=(result,))
-    return result
+def leads_to_match(live: LiveTree, match: Match) -> Mask:
+    """Per node: does it or anything below it match (what a search must visit)."""
+    found = key_mask(live, match)
+    parent = live.parent
+    for level in reversed(live.levels()[1:]):
+        found[parent[level[found[level]]]] = True
+    return found
 
 
-def filter_tree(node: CallNode, match: Match) -> CallNode | None:
-    """Keep only the stacks with at least one frame that matches (node itself excluded)."""
-    live = live_views.live_root(node)
-    if live is not None:
-        return live_views.filtered(live, match)
-    kept: list[CallNode] = []
-    for child in node.children:
-        if match(child):
-            kept.append(child)
-        else:
-            sub = filter_tree(child, match)
-            if sub is not None:
-                kept.append(sub)
-    if not kept:
+def filter_tree(tree: CallNode, match: Match) -> LiveNode | None:
+    """Only the stacks with at least one frame that matches (the root never
+    does); None when there are none.
+
+    A matching node keeps its whole subtree; above it, nodes keep only the
+    samples that reach a match (and no self samples).
+    """
+    live = array_tree(tree)
+    inside = key_mask(live, match)
+    levels = live.levels()
+    parent = live.parent
+    for level in levels[1:]:  # top-down: under a match is inside too
+        inside[level] |= inside[parent[level]]
+    if not inside.any():
         return None
-    kept.sort(key=lambda c: (-c.total_count, c.label, c.module, c.kernel))
-    total = sum(c.total_count for c in kept)
-    return node._replace(self_count=0, total_count=total, children=tuple(kept))
+    total = np.where(inside, live.total, 0)
+    for level in reversed(levels[1:]):  # bottom-up: outside nodes sum what reaches a match
+        outside_parent = ~inside[parent[level]]
+        np.add.at(total, parent[level][outside_parent], total[level][outside_parent])
+    return live.with_counts(np.where(inside, live.self_count, 0), total).root()
+
+
+def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
+    """The frames ``keep`` rejects dropped (below the process rows), what was
+    under them merged into their parents.
+
+    Every node with self samples stands for one stack: its path from the root.
+    Paths lose the rejected frames (processes always stay) and are merged
+    again (``path_tree``): equal paths merge. Totals stay; a dropped frame's
+    self samples go to the frame above it. Whether a frame is its function's
+    outermost on the path does not change (all frames of a function are kept,
+    or all dropped).
+    """
+    live = array_tree(tree)
+    stacks = np.flatnonzero(live.self_count > 0)
+    cells = _paths(live, stacks)  # node ids, root first, -1 past the end
+    kept = cells >= 0
+    kept[:, 2:] &= key_mask(live, keep)[np.maximum(cells[:, 2:], 0)]
+    left = np.argsort(~kept, axis=1, kind="stable")  # kept cells first, in order
+    cells = np.where(np.take_along_axis(kept, left, 1), np.take_along_axis(cells, left, 1), -1)
+    paths = np.where(cells >= 0, live.key_id[np.maximum(cells, 0)], -1)
+    merged = merge_paths(paths, live.self_count[stacks])
+    origin = cells[merged.row, merged.column]
+    sources = sources_from(live, origin, 0)
+    return merged_root(merged, live.flags[origin], live.keys, live.key_ids, sources)
+
+
+def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
+    """Row per node: its ancestors root first, then itself, then -1s."""
+    depth = live.depth[nodes].astype(np.int64)
+    cells = np.full((len(nodes), int(depth.max(initial=0)) + 1), -1, np.int64)
+    rows = np.arange(len(nodes))
+    current = nodes.astype(np.int64)
+    while len(rows):
+        cells[rows, depth] = current
+        more = depth > 0
+        rows, current, depth = (
+            rows[more],
+            live.parent[current[more]].astype(np.int64),
+            depth[more] - 1,
+        )
+    return cells
 
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
-    """Per-function self/total of a (derived) tree; total counts a sample once."""
-    live = live_views.live_root(tree)
-    if live is not None:
-        return live_views.hot_of(live, limit)
-    counters: dict[NodeKey, list[int]] = {}
-    sources: dict[NodeKey, str] = {}
-    on_path: dict[NodeKey, int] = {}
-    stack: list[tuple[CallNode, bool]] = [(c, False) for c in _frames_below(tree)]
-    while stack:
-        node, leaving = stack.pop()
-        key = node.key
-        if leaving:
-            on_path[key] -= 1
-            continue
-        entry = counters.setdefault(key, [0, 0])
-        entry[0] += node.self_count
-        if not on_path.get(key):
-            entry[1] += node.total_count
-        if node.source:
-            sources.setdefault(key, node.source)
-        on_path[key] = on_path.get(key, 0) + 1
-        stack.append((node, True))
-        stack.extend((child, False) for child in node.children)
-    rows = [HotFunction(*k, c[0], c[1], sources.get(k, "")) for k, c in counters.items()]
+    """The function table of a (derived) tree: self from every frame node,
+    total from each function's outermost node on a path (a sample counted once)."""
+    live = array_tree(tree)
+    keys = len(live.keys)
+    sources: dict[int, str] = {}
+    for node, source in list(live.sources.items()):
+        if node < live.size:
+            sources.setdefault(int(live.key_id[node]), source)
+    frames = live.depth >= 2
+    own = np.bincount(live.key_id[frames], live.self_count[frames], keys).astype(np.int64)
+    first = frames & ((live.flags & FIRST_OF_FUNCTION) != 0)
+    total = np.bincount(live.key_id[first], live.total[first], keys).astype(np.int64)
+    rows = []
+    for key in np.flatnonzero(total > 0).tolist():
+        label, module, kernel = live.keys[key]
+        rows.append(
+            HotFunction(label, module, kernel, int(own[key]), int(total[key]), sources.get(key, ""))
+        )
     rows.sort(key=lambda f: (-f.self_count, -f.total_count, f.label, f.module, f.kernel))
     return tuple(rows if limit is None else rows[:limit])
 
 
-def _frames_below(tree: CallNode) -> Iterator[CallNode]:
-    """The outermost frames: children of the process rows under the synthetic root."""
-    for process in tree.children:
-        yield from process.children
+def hottest_path_of(node: CallNode, key: NodeKey) -> NodePath | None:
+    """The path below ``node`` of its descendant of ``key`` with the most
+    samples; of equal ones, the first in display order (children hottest
+    first, then by key; an ancestor before its descendants). Below a live
+    node (a zoom into a snapshot) the snapshot's arrays are searched as they are."""
+    if isinstance(node, LiveNode):
+        live, top = node.live_tree, node.index
+    else:
+        live, top = array_tree(node), ROOT
+    key_id = live.key_ids.get(key, -1)
+    candidates = np.flatnonzero((live.key_id == key_id) & (live.total > 0))
+    candidates = candidates[_descends(live, candidates, top)]
+    if not len(candidates):
+        return None
+    best = live.total[candidates].max()
+    ranked = []
+    for found in candidates[live.total[candidates] == best].tolist():
+        order = []
+        while found != top:
+            order.append((-int(live.total[found]), live.keys[int(live.key_id[found])]))
+            found = int(live.parent[found])
+        ranked.append(order[::-1])
+    return tuple(k for _, k in min(ranked))
 
 
-def callers_tree(tree: CallNode, key: NodeKey, expected: int | None = None) -> CallNode:
-    """Bottom-up view of one function: root -> the function -> its callers -> theirs.
-
-    Each caller path is weighted by the samples the function spent under it
-    (outermost occurrence only, so recursion is not counted twice). With
-    ``expected`` (the function's total samples) the walk stops once all of
-    them are found, which for hot functions is early.
-    """
-    live = live_views.live_root(tree)
-    if live is not None:
-        return live_views.callers(live, key)
-    inverted: dict[NodeKey, _Inv] = {}
-    label, module, kernel = key
-    found = 0
-    seen: list[tuple[CallNode, int]] = []  # (node, index of its parent in seen)
-    stack: list[tuple[CallNode, int]] = [(c, -1) for c in reversed(tree.children)]
-    while stack:
-        node, parent = stack.pop()
-        if node.label == label and node.module == module and node.kernel == kernel:
-            _add_inverted(inverted, _ancestors(seen, parent), node.total_count)
-            found += node.total_count
-            if expected is not None and found >= expected:
-                break
-            continue
-        seen.append((node, parent))
-        here = len(seen) - 1
-        stack.extend([(child, here) for child in reversed(node.children)])
-    callers = _freeze_inv(inverted)
-    total = sum(c.total_count for c in callers)
-    fn = CallNode(label, module, kernel, 0, total, callers)
-    return CallNode("callers", total_count=total, children=(fn,) if total else ())
-
-
-def _ancestors(seen: list[tuple[CallNode, int]], index: int) -> Iterator[CallNode]:
-    """The nodes from ``seen[index]`` up to the top, nearest first."""
-    while index >= 0:
-        node, index = seen[index]
-        yield node
-
-
-class _Inv:
-    __slots__ = ("children", "node", "self_count", "total_count")
-
-    def __init__(self, node: CallNode) -> None:
-        self.node = node
-        self.self_count = 0
-        self.total_count = 0
-        self.children: dict[NodeKey, _Inv] = {}
-
-
-def _add_inverted(level: dict[NodeKey, _Inv], callers: Iterator[CallNode], count: int) -> None:
-    inv: _Inv | None = None
-    for caller in callers:
-        inv = level.get(caller.key)
-        if inv is None:
-            inv = level[caller.key] = _Inv(caller)
-        inv.total_count += count
-        level = inv.children
-    if inv is not None:
-        inv.self_count += count
-
-
-def _freeze_inv(level: dict[NodeKey, _Inv]) -> tuple[CallNode, ...]:
-    nodes = [
-        inv.node._replace(self_count=inv.self_count, total_count=inv.total_count,
-                children=_freeze_inv(inv.children))
-        for inv in level.values()
-    ]  # fmt: skip
-    nodes.sort(key=lambda c: (-c.total_count, c.label, c.module, c.kernel))
-    return tuple(nodes)
-
-
-def keep_frames(tree: CallNode, keep: Match) -> CallNode:
-    """Drop the frames ``keep`` rejects (below the process rows), merging what was under them.
-
-    A dropped frame's children move up to its parent (merging with equal
-    siblings) and its self samples become the parent's. Totals are unchanged.
-    """
-    live = live_views.live_root(tree)
-    if live is not None:
-        return live_views.kept_frames(live, keep)
-    processes = []
-    for process in tree.children:
-        acc = _Inv(process)
-        _keep_into(acc, process.children, keep)
-        acc.self_count += process.self_count
-        acc.total_count = process.total_count
-        processes.append(_freeze_acc(acc))
-    return tree._replace(children=tuple(processes))
-
-
-def _keep_into(acc: _Inv, children: tuple[CallNode, ...], keep: Match) -> None:
-    for child in children:
-        if keep(child):
-            sub = acc.children.get(child.key)
-            if sub is None:
-                sub = acc.children[child.key] = _Inv(child)
-            sub.self_count += child.self_count
-            sub.total_count += child.total_count
-            _keep_into(sub, child.children, keep)
-        else:
-            acc.self_count += child.self_count
-            _keep_into(acc, child.children, keep)
-
-
-def _freeze_acc(acc: _Inv) -> CallNode:
-    return acc.node._replace(self_count=acc.self_count, total_count=acc.total_count,
-                   children=_freeze_inv(acc.children))  # fmt: skip
-
-
-def compile_search(pattern: str) -> re.Pattern[str] | str:
-    """The compiled regex (case-insensitive unless it has capitals), or the error text."""
-    flags = 0 if any(ch.isupper() for ch in pattern) else re.IGNORECASE
-    try:
-        return re.compile(pattern, flags)
-    except re.error as err:
-        return f"bad regex: {err}"
-
-
-def matching_paths(tree: CallNode, match: Match, limit: int = 10_000) -> list[NodePath]:
-    """Paths of matching nodes in display order (hottest child first), at most ``limit``."""
-    found: list[NodePath] = []
-    below = _search_children(tree, match, None)
-    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(below(tree, ()))]
-    while stack and len(found) < limit:
-        node, path = stack.pop()
-        if match(node):
-            found.append(path)
-        stack.extend((c, (*path, c.key)) for c in reversed(below(node, path)))
-    return found
-
-
-def next_match(
-    tree: CallNode, match: Match, current: NodePath | None, step: int
-) -> NodePath | None:
-    """The match after (``step`` 1) or before (-1) ``current`` in display order, wrapping.
-
-    Walks only as far as needed: forward it stops at the first match past
-    ``current``; backward at ``current`` unless it has to wrap.
-    """
-    first: NodePath | None = None
-    previous: NodePath | None = None
-    passed = current is None
-    below = _search_children(tree, match, current)
-    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(below(tree, ()))]
-    while stack:
-        node, path = stack.pop()
-        if path == current:
-            if step < 0 and previous is not None:
-                return previous
-            passed = True
-        elif match(node):
-            if passed and step > 0:
-                return path
-            first = first or path
-            previous = path
-        stack.extend((c, (*path, c.key)) for c in reversed(below(node, path)))
-    return first if step > 0 else previous
-
-
-Children = Callable[[CallNode, NodePath], tuple[CallNode, ...]]
-
-
-def _search_children(tree: CallNode, match: Match, current: NodePath | None) -> Children:
-    """What a search walk visits below a node: on a live snapshot only the
-    subtrees that lead to a match (or to ``current``), so a rare match costs
-    its paths, not the whole profile."""
-    live = live_views.live_root(tree)
-    if live is None:
-        return lambda node, path: node.children
-    leads = live_views.leads_to_match(live, match)
-    here = current or ()
-
-    def below(node: CallNode, path: NodePath) -> tuple[CallNode, ...]:
-        return tuple(
-            c
-            for c in node.children
-            if isinstance(c, LiveNode)
-            and (leads[c.index] or here[: len(path) + 1] == (*path, c.key))
-        )
-
+def _descends(live: LiveTree, nodes: Counts, top: int) -> Mask:
+    """Per node of ``nodes``: is it below node ``top``. Each is lifted to
+    ``top``'s depth, one level per pass."""
+    below: Mask = nodes != top
+    if top == ROOT:
+        return below
+    depth = live.depth[top]
+    up = nodes.copy()
+    deeper: Mask = live.depth[up] > depth
+    below &= deeper
+    while deeper.any():
+        up[deeper] = live.parent[up[deeper]]
+        deeper = live.depth[up] > depth
+    below &= up == top
     return below
-
-
-def hottest_path_of(tree: CallNode, key: NodeKey) -> NodePath | None:
-    """The path of the occurrence of ``key`` with the most samples.
-
-    Subtrees no hotter than the best occurrence found so far are skipped (an
-    occurrence is never hotter than its ancestors), so this is quick.
-    """
-    live = live_views.live_root(tree)
-    if live is not None:
-        return live_views.hottest_occurrence(live, key)
-    best_count = 0
-    best: NodePath | None = None
-    stack: list[tuple[CallNode, NodePath]] = [(c, (c.key,)) for c in reversed(tree.children)]
-    while stack:
-        node, path = stack.pop()
-        if node.total_count <= best_count:
-            continue
-        if node.key == key:
-            best_count, best = node.total_count, path
-            continue
-        stack.extend((c, (*path, c.key)) for c in reversed(node.children))
-    return best
 
 
 def sort_hot(hot: tuple[HotFunction, ...], column: str, descending: bool) -> list[HotFunction]:

@@ -15,17 +15,9 @@ from dataclasses import dataclass
 
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.views import (
-    Match,
-    NodeKey,
-    NodePath,
-    chain_to,
-    compile_search,
-    filter_tree,
-    hot_from_tree,
-    keep_frames,
-    node_at,
-)
+from bpftop.tui.model.store import NodeKey
+from bpftop.tui.model.tree_paths import chain_to, compile_search, node_at
+from bpftop.tui.model.views import Match, NodePath, filter_tree, hot_from_tree, keep_frames
 
 FRAME_FILTERS: dict[str, Match | None] = {
     "all": None,

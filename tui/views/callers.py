@@ -1,26 +1,28 @@
 """The Callers view: the bottom-up tree of the selected function.
 
-Building it walks the whole call tree, which at profiler scale takes longer
-than a frame, so builds run on a :class:`~bpftop.tui.widgets.background.Background`
-worker: the view keeps showing the previous result (marked as updating)
-until the new one arrives.
+Building it (``model.callers``) makes passes over every node of the call
+tree's arrays, up to tens of milliseconds at profiler scale, so builds run on
+a :class:`~bpftop.tui.widgets.background.Background` worker: the view keeps
+showing the previous result (marked as updating) until the new one arrives.
 """
 
 from __future__ import annotations
 
 import time
 
+from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import Match, NodeKey, callers_tree
+from bpftop.tui.model.store import NodeKey
+from bpftop.tui.model.views import Match
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.widgets.background import Background
 
 Built = tuple[CallNode, NodeKey, CallNode, float]
 
 
-def build(tree: CallNode, key: NodeKey, expected: int | None) -> Built:
+def build(tree: CallNode, key: NodeKey) -> Built:
     started = time.perf_counter()
-    result = callers_tree(tree, key, expected)
+    result = callers_tree(tree, key)
     return tree, key, result, time.perf_counter() - started
 
 
@@ -52,7 +54,9 @@ class CallersView(CallTreeView):
     ) -> None:
         """Show the callers of ``key`` in ``tree`` (now, or when the worker is done).
 
-        ``expected``, the function's total samples if known, lets the build stop early.
+        ``expected`` (the function's total samples) is not needed: the callers
+        are computed on the tree's arrays in a few passes, not by a walk that
+        could stop early. It is ignored.
         """
         self.set_options(match=match, show_source=show_source)
         self._wanted = key
@@ -65,7 +69,7 @@ class CallersView(CallTreeView):
         if built is not None and built[0] is tree and built[1] == key:
             return
         job = (id(tree), key)
-        result = self.builds.submit(job, lambda: build(tree, key, expected), self._apply)
+        result = self.builds.submit(job, lambda: build(tree, key), self._apply)
         if result is not None:
             self._apply(result)
         else:

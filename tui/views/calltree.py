@@ -17,7 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import Match, NodeKey, NodePath, hottest_path_of, node_at
+from bpftop.tui.model.store import NodeKey
+from bpftop.tui.model.tree_paths import node_at
+from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
