@@ -35,7 +35,7 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         assert "100.0%" in tree_line(app, 0)
         assert app.tree_view.has_focus and app.view_id == "tree"
         await pilot.press("1")
-        table = app.hot_table
+        table = app.top_view
         assert table.row_count == 5 and table.has_focus
         assert table.row_texts(0)[3] == "leaf_a"
 
@@ -78,12 +78,12 @@ async def test_space_pauses_display_while_snapshots_arrive() -> None:
         assert tree_labels(app) == before_rows
         assert tree_line(app, 0) == before_line
         assert "10 samples" in header(app)
-        assert len(app.hot_table.shown) == 5
+        assert len(app.top_view.shown) == 5
         await pilot.press("space")
         assert not app.paused and "PAUSED" not in header(app)
         assert app.shown is not None and app.shown.seq == 3
         assert "45 samples" in header(app)
-        assert len(app.hot_table.shown) == 7
+        assert len(app.top_view.shown) == 7
 
 
 async def test_tab_and_number_keys_switch_views() -> None:
@@ -97,7 +97,7 @@ async def test_tab_and_number_keys_switch_views() -> None:
             assert app.view_id == expected
             assert app.focused is app.query_one(f"#{expected}")
         await pilot.press("shift+tab")
-        assert app.view_id == "top" and app.hot_table.has_focus
+        assert app.view_id == "top" and app.top_view.has_focus
         views = ["top", "tree", "callers", "flame", "diag", "threads"]
         for key, expected in zip("123456", views, strict=True):
             await pilot.press(key)
@@ -184,12 +184,12 @@ async def test_selection_and_expansion_survive_new_snapshots() -> None:
         assert tree_labels(app)[tree.cursor] == "work"
 
 
-async def test_hot_table_keys_and_selection_survive_ticks() -> None:
+async def test_top_view_keys_and_selection_survive_ticks() -> None:
     app, source = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1", "j")
-        table = app.hot_table
+        table = app.top_view
         assert table.cursor_row == 1
         assert table.row_texts(1)[3] == "leaf_b"
         source.push(snapshot_of([*BASE, (["main", "hotter"], 50)], seq=2))
@@ -319,7 +319,7 @@ async def test_exited_phase_keeps_everything_collected() -> None:
         await pilot.pause()
         assert "process exited" in header(app)
         assert tree_labels(app) == rows
-        assert len(app.hot_table.shown) == 5
+        assert len(app.top_view.shown) == 5
 
 
 async def test_threaded_source_delivery_coalesces_to_latest() -> None:
@@ -342,6 +342,6 @@ async def test_top_shows_time_for_time_probes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.hot_table
+        table = app.top_view
         assert "time" in table.header_line(0, 120).plain
         assert [table.row_texts(i)[2] for i in range(2)] == ["2.5 s", "40 ms"]

@@ -133,7 +133,7 @@ async def test_a_view_switch_draws_each_line_of_the_view_once() -> None:
         await pilot.press("2")
         await pilot.pause()
         height = tree.scrollable_content_region.height
-        assert tree.rows[tree.cursor].node.label == "fn_002", "the top table's selection"
+        assert tree.rows[tree.cursor].node.label == "fn_002", "the Top view's selection"
         assert sorted(drawn) == list(range(height)), "each line once, not twice"
         flame_drawn = counting_draws(app.flame_view)
         await pilot.press("4")

@@ -24,7 +24,7 @@ def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
 
 
 def table_column(app: BpftopApp, column: int) -> list[str]:
-    table = app.hot_table
+    table = app.top_view
     return [table.row_texts(i)[column] for i in range(table.row_count)]
 
 
@@ -111,7 +111,7 @@ async def test_top_sorts_by_any_column() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.hot_table
+        table = app.top_view
         assert table_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
         await pilot.press("s")  # total
         assert table.sort_column == "total" and table_column(app, 1)[0].strip() == "100.0"
@@ -216,8 +216,8 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
         assert callers.cursor == 0
         await pilot.press("down", "enter")  # now the callers of hash_payload
         assert next(row.node.label for row in callers.rows) == "hash_payload"
-        await pilot.press("1")  # the top table follows the function picked there
-        assert app.hot_table.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
+        await pilot.press("1")  # the Top view follows the function picked there
+        assert app.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
 
 
 async def test_selection_follows_from_top_to_tree() -> None:
@@ -246,8 +246,8 @@ async def test_search_highlights_and_n_N_jump_in_every_view() -> None:
         await pilot.press("N")
         assert cursor_label(app) == "vfs_write"
         await pilot.press("1", "n")
-        assert app.hot_table.selected_key() is not None
-        assert "write" in str(app.hot_table.selected_key())
+        assert app.top_view.selected_key() is not None
+        assert "write" in str(app.top_view.selected_key())
         await pilot.press("4", "n")
         assert "write" in app.flame_view.selected[-1][0]
         await pilot.press("N")
@@ -335,8 +335,8 @@ async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
         row = table_column(app, 3).index("strchr")
         assert table_column(app, 6)[row].strip() == "+13.5"
         await pilot.press("b")
-        assert app.state.baseline is None and app.hot_table.baseline is None
-        assert len(app.hot_table.columns) == 6
+        assert app.state.baseline is None and app.top_view.baseline is None
+        assert len(app.top_view.columns) == 6
         await pilot.press("2")
         assert "+2.6" not in tree_line(app, parse)
 

@@ -43,7 +43,7 @@ from bpftop.tui.views.navigation import (
     jump_to_match,
 )
 from bpftop.tui.views.threads import ThreadsView
-from bpftop.tui.views.top import HotTable
+from bpftop.tui.views.top import TopView
 
 RATE_HISTORY = 60
 
@@ -127,7 +127,7 @@ class BpftopApp(SourceApp):
         yield Static(header_text(None, False, self.interval_s), id="header")
         yield Static(id="crumbs")
         with ContentSwitcher(initial="tree", id="views"):
-            yield HotTable(id="top")
+            yield TopView(id="top")
             yield CallTreeView(id="tree")
             yield CallersView(id="callers")
             yield FlameView(id="flame")
@@ -149,8 +149,8 @@ class BpftopApp(SourceApp):
         return self.query_one("#callers", CallersView)
 
     @property
-    def hot_table(self) -> HotTable:
-        return self.query_one("#top", HotTable)
+    def top_view(self) -> TopView:
+        return self.query_one("#top", TopView)
 
     @property
     def flame_view(self) -> FlameView:
@@ -193,7 +193,7 @@ class BpftopApp(SourceApp):
         if derived is not None:
             visible = self.view_id == "top"
             unit = snapshot.weight_unit
-            self.hot_table.update_hot(
+            self.top_view.update_functions(
                 derived.hot, derived.tree.total_count, fill=visible, unit=unit
             )
         self.render_view()
@@ -237,11 +237,11 @@ class BpftopApp(SourceApp):
         match, zoom = self.state.match, self.state.zoom_path
         tree = derived.tree if derived is not None else CallNode("all")
         if view == "top":
-            self.hot_table.set_baseline(self.state.baseline)
-            self.hot_table.set_options(match=match, show_source=self.show_source)
+            self.top_view.set_baseline(self.state.baseline)
+            self.top_view.set_options(match=match, show_source=self.show_source)
             if derived is not None:
                 unit = self.shown.weight_unit if self.shown is not None else ""
-                self.hot_table.update_hot(derived.hot, tree.total_count, unit=unit)
+                self.top_view.update_functions(derived.hot, tree.total_count, unit=unit)
         elif view == "tree":
             self._set_tree_baseline()
             self.tree_view.set_placeholder(placeholder_text(self.shown))
@@ -290,7 +290,7 @@ class BpftopApp(SourceApp):
     def current_selection(self) -> None:
         """Remember what the current view has selected, for the others to follow."""
         view = self.query_one(f"#{self.view_id}")
-        if isinstance(view, HotTable | CallTreeView | FlameView):
+        if isinstance(view, TopView | CallTreeView | FlameView):
             key = view.selected_key()
             if key is not None and view is not self.callers_view:
                 self.state.selected = key
@@ -305,7 +305,7 @@ class BpftopApp(SourceApp):
         # Focus and follow first: the view is then drawn once, focused, on the selection.
         self.screen.set_focus(widget, scroll_visible=False)
         key = self.state.selected
-        views = HotTable | FlameView | CallTreeView
+        views = TopView | FlameView | CallTreeView
         if key is not None and isinstance(widget, views) and widget is not self.callers_view:
             widget.follow(key)
         self.render_view()
@@ -373,7 +373,7 @@ class BpftopApp(SourceApp):
             self.notify("no search: press / first", severity="warning")
             return
         widget = self.query_one(f"#{self.view_id}")
-        views = HotTable | CallTreeView | FlameView
+        views = TopView | CallTreeView | FlameView
         if isinstance(widget, views) and not jump_to_match(widget, self.state.match, step):
             self.notify(f"no match for /{self.state.pattern}/ here", severity="warning")
 

@@ -13,7 +13,7 @@ from bpftop.tui.model.views import Match, NodePath, next_match, node_at
 from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
-from bpftop.tui.views.top import HotTable
+from bpftop.tui.views.top import TopView
 from bpftop.tui.widgets.line import Line
 
 CRUMBS = 4
@@ -77,10 +77,10 @@ def _cycle(paths: Sequence[NodePath], current: NodePath | None, step: int) -> No
     return paths[0] if step > 0 else paths[-1]
 
 
-def jump_to_match(widget: HotTable | CallTreeView | FlameView, match: Match, step: int) -> bool:
+def jump_to_match(widget: TopView | CallTreeView | FlameView, match: Match, step: int) -> bool:
     """Select the next (``step`` 1) or previous (-1) match in one view."""
-    if isinstance(widget, HotTable):
-        return _jump_table(widget, match, step)
+    if isinstance(widget, TopView):
+        return _jump_top(widget, match, step)
     if isinstance(widget, FlameView):
         found = _cycle(widget.matching_paths(), widget.selected, step)
         return found is not None and widget.select(found)
@@ -94,7 +94,7 @@ def jump_to_match(widget: HotTable | CallTreeView | FlameView, match: Match, ste
     return found is not None and widget.reveal(root + found)
 
 
-def _jump_table(table: HotTable, match: Match, step: int) -> bool:
+def _jump_top(table: TopView, match: Match, step: int) -> bool:
     hits = [
         i for i, fn in enumerate(table.ordered) if match(CallNode(fn.label, fn.module, fn.kernel))
     ]

@@ -1,4 +1,4 @@
-"""The top-functions table: a Line-API list of at most ``MAX_ROWS`` functions.
+"""The Top view: the top functions, a Line-API table of at most ``MAX_ROWS`` rows.
 
 Sortable by any column (``s`` next column, ``S`` reverse, or a click on the
 header); each row carries a trend marker against the previous tick's self
@@ -45,21 +45,21 @@ def format_amount(count: int, unit: str) -> str:
     return f"{count} ns"
 
 
-class HotTable(RowsView):
+class TopView(RowsView):
     """Functions by the chosen column."""
 
     header_lines = 1
-    header_component = "hot--header"
+    header_component = "top--header"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "next_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse", show=False),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"hot--header"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"top--header"}
 
     DEFAULT_CSS = """
-    HotTable > .hot--header { color: $text-accent; text-style: bold; background: $panel; }
+    TopView > .top--header { color: $text-accent; text-style: bold; background: $panel; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -98,7 +98,7 @@ class HotTable(RowsView):
         titles = (*(title for title, _ in COLUMNS), "")
         return titles + tuple(t for t, _ in DELTA_COLUMNS) if self.baseline else titles
 
-    def update_hot(
+    def update_functions(
         self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True, unit: str = ""
     ) -> None:
         """New data (trends tracked every tick); re-sorted only when ``fill``.
