@@ -85,7 +85,7 @@ class BpftopApp(SourceApp):
         Binding("n", "jump(1)", "Next match", show=False),
         Binding("N", "jump(-1)", "Prev match", show=False),
         Binding("f", "toggle_filter", "Filter"),
-        Binding("L", "toggle_source", "Lines", show=False),
+        Binding("L", "toggle_lines", "Lines", show=False),
         Binding("b", "toggle_baseline", "Baseline"),
         Binding("K", "hide_frames('kernel')", "User only", show=False),
         Binding("U", "hide_frames('user')", "Kernel only", show=False),
@@ -115,7 +115,7 @@ class BpftopApp(SourceApp):
         self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
         self.shown: Snapshot | None = None
         self.paused = False
-        self.show_source = False
+        self.show_lines = False
         self.state = ViewState()
         self.state.baseline = baseline
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
@@ -238,14 +238,14 @@ class BpftopApp(SourceApp):
         tree = derived.tree if derived is not None else CallNode("all")
         if view == "top":
             self.top_view.set_baseline(self.state.baseline)
-            self.top_view.set_options(match=match, show_source=self.show_source)
+            self.top_view.set_options(match=match, show_lines=self.show_lines)
             if derived is not None:
                 unit = self.shown.weight_unit if self.shown is not None else ""
                 self.top_view.update_functions(derived.hot, tree.total_count, unit=unit)
         elif view == "tree":
             self._set_tree_baseline()
             self.tree_view.set_placeholder(placeholder_text(self.shown))
-            self.tree_view.set_options(match=match, show_source=self.show_source)
+            self.tree_view.set_options(match=match, show_lines=self.show_lines)
             self.tree_view.set_tree(tree, zoom)
         elif view == "callers":
             key = self.state.selected
@@ -253,7 +253,7 @@ class BpftopApp(SourceApp):
             expected = next(
                 (f.total_count for f in hot if (f.label, f.module, f.kernel) == key), None
             )
-            self.callers_view.show_callers(tree, key, match, self.show_source, expected)
+            self.callers_view.show_callers(tree, key, match, self.show_lines, expected)
         elif view == "flame":
             self.flame_view.placeholder = placeholder_text(self.shown)
             self.flame_view.set_options(match=match)
@@ -283,7 +283,7 @@ class BpftopApp(SourceApp):
         tree = self.shown.tree if self.shown is not None else CallNode("all")
         names = ("Top", "Tree", "Callers", "Flame", "Diagnostics", "Threads")
         current = [v for v, _ in VIEWS].index(self.view_id)
-        text = breadcrumb_text(names, current, self.state, tree, self.show_source)
+        text = breadcrumb_text(names, current, self.state, tree, self.show_lines)
         self.query_one("#crumbs", Static).update(text, layout=False)
 
     # -- views ----------------------------------------------------------------
@@ -391,10 +391,11 @@ class BpftopApp(SourceApp):
         if self.shown is not None:
             self.show(self.shown)
 
-    def action_toggle_source(self) -> None:
-        self.show_source = not self.show_source
+    def action_toggle_lines(self) -> None:
+        """Show file:line beside function names; the source resolves lines only meanwhile."""
+        self.show_lines = not self.show_lines
         if isinstance(self.source, ControlledSource):
-            self.source.show_source_lines(self.show_source)
+            self.source.show_source_lines(self.show_lines)
         self.render_view()
 
     def action_toggle_baseline(self) -> None:

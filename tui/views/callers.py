@@ -47,14 +47,14 @@ class CallersView(CallTreeView):
         tree: CallNode,
         key: NodeKey | None,
         match: Match | None,
-        show_source: bool,
+        show_lines: bool,
         expected: int | None = None,
     ) -> None:
         """Show the callers of ``key`` in ``tree`` (now, or when the worker is done).
 
         ``expected``, the function's total samples if known, lets the build stop early.
         """
-        self.set_options(match=match, show_source=show_source)
+        self.set_options(match=match, show_lines=show_lines)
         self._wanted = key
         if key is None:
             self.set_placeholder("select a function in another view first (Tab, 1-4)")

@@ -36,11 +36,11 @@ TITLES = {
 
 
 def breadcrumb_text(
-    names: Sequence[str], current: int, state: ViewState, tree: CallNode, show_source: bool
+    names: Sequence[str], current: int, state: ViewState, tree: CallNode, show_lines: bool
 ) -> Text:
     """``1 Top  2 Tree ...  │ all › proc › main  │ /regex/ filter``."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    busy = bool(state.zoom or state.pattern or show_source or state.baseline)
+    busy = bool(state.zoom or state.pattern or show_lines or state.baseline)
     busy = busy or state.frames != "all"
     for n, name in enumerate(names):
         if n == current:
@@ -64,7 +64,7 @@ def breadcrumb_text(
     if state.frames != "all":
         text.append("  │ ", "dim")
         text.append(f"{state.frames} frames only", "bold cyan")
-    if show_source:
+    if show_lines:
         text.append("  │ file:line", "dim")
     return text
 

@@ -75,7 +75,7 @@ class TopView(RowsView):
         self.sort_column = "self"
         self.descending = True
         self.match: Match | None = None
-        self.show_source = False
+        self.show_lines = False
         self.baseline: Baseline | None = None
         self.unit = ""  # "ns": a time probe (uretprobe latency, offcpu)
 
@@ -122,9 +122,9 @@ class TopView(RowsView):
             if key != self.selected_key() and any(fn_key(fn) == key for fn in self._rows):
                 self.move_cursor(self._index_of(key))
 
-    def set_options(self, *, match: Match | None, show_source: bool) -> None:
-        if match is not self.match or show_source != self.show_source:
-            self.match, self.show_source = match, show_source
+    def set_options(self, *, match: Match | None, show_lines: bool) -> None:
+        if match is not self.match or show_lines != self.show_lines:
+            self.match, self.show_lines = match, show_lines
             self.redraw()
 
     def set_baseline(self, baseline: Baseline | None) -> None:
@@ -236,7 +236,7 @@ class TopView(RowsView):
             matched = self.highlight_of("rows--match")
             style = style + matched if style is not None else matched
         label = Line().add(fn.label, style)
-        if self.show_source and fn.source:
+        if self.show_lines and fn.source:
             label.add(f"  {fn.source}", self.style_of("rows--source"))
         marker = self._trends.get(fn_key(fn), " ")
         cells = [
