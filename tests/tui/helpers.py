@@ -1,14 +1,18 @@
-"""Helpers for the app tests: small snapshots and reading what is on screen."""
+"""Helpers for the app tests: small snapshots, reading what is on screen, and
+counting what went to a background worker."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
+import pytest
 from textual.notifications import Notification
 from textual.widgets import Static
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.app.background import Background
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 
@@ -63,3 +67,34 @@ def notifications(app: BpftopApp) -> list[Notification]:
 
 def crumbs(app: BpftopApp) -> str:
     return str(app.query_one("#crumbs", Static).content)
+
+
+def top_row(app: BpftopApp, index: int) -> list[str]:
+    """Row ``index`` of the Top view as it is drawn, cut into its columns."""
+    table = app.top_view
+    width = table.scrollable_content_region.width
+    drawn = table.row_line(index, width).strip(width)
+    return [drawn.crop(start, start + span).text.strip() for start, span in table.column_spans()]
+
+
+def top_column(app: BpftopApp, column: int) -> list[str]:
+    """One column of every row of the Top view, as drawn."""
+    return [top_row(app, i)[column] for i in range(app.top_view.row_count)]
+
+
+class WorkerJobs:
+    """Counts the jobs a ``Background`` hands to its worker thread: those that
+    outlive its synchronous wait, after which it is busy until they are done."""
+
+    def __init__(self, background: Background[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.background = background
+        submit = background.submit
+
+        def counting(key: Hashable, job: Callable[[], Any], on_done: Callable[[Any], None]) -> Any:
+            idle = not background.busy
+            found = submit(key, job, on_done)
+            self.count += idle and background.busy
+            return found
+
+        monkeypatch.setattr(background, "submit", counting)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.collect.snapshot_source import FakeSource
@@ -13,7 +15,17 @@ from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.threads import ThreadsView
 from tests.tui.demo_fixture import demo_snapshot
 
-from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
+from .helpers import (
+    BASE,
+    WorkerJobs,
+    crumbs,
+    header,
+    notifications,
+    snapshot_of,
+    top_column,
+    tree_labels,
+    tree_line,
+)
 
 SIZE = (120, 36)
 
@@ -21,11 +33,6 @@ SIZE = (120, 36)
 def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
     source = FakeSource([demo_snapshot()])
     return BpftopApp(source, 1.0, export_dir=tmp_path), source
-
-
-def table_column(app: BpftopApp, column: int) -> list[str]:
-    table = app.top_view
-    return [table.row_texts(i)[column] for i in range(table.row_count)]
 
 
 def cursor_label(app: BpftopApp) -> str:
@@ -98,9 +105,9 @@ async def test_L_toggles_file_line_in_tree_and_top() -> None:
         assert "mix_round  hash.c:31" in tree_line(app, 7)
         assert "file:line" in crumbs(app)
         await pilot.press("1")
-        assert "mix_round  hash.c:31" in table_column(app, 3)
+        assert "mix_round  hash.c:31" in top_column(app, 3)
         await pilot.press("L")
-        assert "mix_round" in table_column(app, 3)
+        assert "mix_round" in top_column(app, 3)
         await pilot.press("2")
         assert "hash.c" not in tree_line(app, 7)
     assert source.source_lines == [True, False], "the collector is asked for lines only while shown"
@@ -112,14 +119,14 @@ async def test_top_sorts_by_any_column() -> None:
         await pilot.pause()
         await pilot.press("1")
         table = app.top_view
-        assert table_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
+        assert top_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
         await pilot.press("s")  # total
-        assert table.sort_column == "total" and table_column(app, 1)[0].strip() == "100.0"
+        assert table.sort_column == "total" and top_column(app, 1)[0].strip() == "100.0"
         await pilot.press("s", "s")  # function, ascending
-        names = table_column(app, 3)
+        names = top_column(app, 3)
         assert names == sorted(names, key=str.lower)
         await pilot.press("S")
-        assert table_column(app, 3) == sorted(names, key=str.lower, reverse=True)
+        assert top_column(app, 3) == sorted(names, key=str.lower, reverse=True)
         await pilot.press("s", "s")  # module, then back to self
         assert table.sort_column == "self"
         await pilot.click("#top", offset=(4, 0))  # header click: self % column
@@ -132,10 +139,10 @@ async def test_top_trend_markers_compare_with_last_tick() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        assert set(table_column(app, 5)) == {" "}
+        assert set(top_column(app, 5)) == {""}, "no trend marker yet"
         source.push(snapshot_of([*BASE, (["main", "work", "leaf_b"], 20), (["new"], 1)], seq=2))
         await pilot.pause()
-        marks = dict(zip(table_column(app, 3), table_column(app, 5), strict=True))
+        marks = dict(zip(top_column(app, 3), top_column(app, 5), strict=True))
         assert marks["leaf_b"] == "▲" and marks["leaf_a"] == "▼" and marks["new"] == "+"
 
 
@@ -282,7 +289,7 @@ async def test_filter_hides_other_stacks_and_w_writes_what_is_shown(tmp_path: Pa
         labels = tree_labels(app)
         assert "hash_payload" not in labels and "send_response" in labels
         await pilot.press("1")
-        assert "mix_round" not in table_column(app, 3)
+        assert "mix_round" not in top_column(app, 3)
         await pilot.press("w")
         (written,) = tmp_path.glob("*.folded")
         lines = written.read_text().splitlines()
@@ -332,8 +339,8 @@ async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
         parse = tree_labels(app).index("parse_headers")
         assert "+2.6  +16.2" in tree_line(app, parse)
         await pilot.press("1")
-        row = table_column(app, 3).index("strchr")
-        assert table_column(app, 6)[row].strip() == "+13.5"
+        row = top_column(app, 3).index("strchr")
+        assert top_column(app, 6)[row].strip() == "+13.5"
         await pilot.press("b")
         assert app.state.baseline is None and app.top_view.baseline is None
         assert len(app.top_view.columns) == 6
@@ -402,16 +409,18 @@ async def test_K_and_U_hide_kernel_or_user_frames() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1", "K")
-        assert "tcp_sendmsg" not in table_column(app, 3) and "write" in table_column(app, 3)
+        assert "tcp_sendmsg" not in top_column(app, 3) and "write" in top_column(app, 3)
         assert "user frames only" in crumbs(app)
         await pilot.press("U")
-        assert set(table_column(app, 4)) == {"[kernel]"}
+        assert set(top_column(app, 4)) == {"[kernel]"}
         assert "kernel frames only" in crumbs(app)
         await pilot.press("U")
-        assert "mix_round" in table_column(app, 3) and "only" not in crumbs(app)
+        assert "mix_round" in top_column(app, 3) and "only" not in crumbs(app)
 
 
-async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done() -> None:
+async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -419,13 +428,14 @@ async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done() -> None
         callers = app.callers_view
         first = [row.node.label for row in callers.rows]
         callers.builds.sync_wait_s = 0  # as if every build were slow: never wait for one
+        jobs = WorkerJobs(callers.builds, monkeypatch)
         source.push(demo_snapshot(2, later=True))
         for _ in range(100):
             await pilot.pause(0.01)
-            if not callers.updating:
+            if jobs.count and not callers.builds.busy:
                 break
-        assert callers.builds.async_jobs == 1  # the build went to a worker thread
-        assert not callers.updating
+        assert jobs.count == 1  # the build went to a worker thread
+        assert not callers.builds.busy
         assert [row.node.label for row in callers.rows] == first
         assert callers.call_tree.total_count == 4_210 + 1_175 + 180 + 300
 
@@ -464,17 +474,20 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
 
 
-async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done() -> None:
+async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.deriving.sync_wait_s = 0  # as if every derive were slow: never wait for one
+        jobs = WorkerJobs(app.deriving, monkeypatch)
         await pilot.press("slash", *"write", "enter", "f")
         for _ in range(100):
             await pilot.pause(0.01)
             if not app.deriving.busy and "hash_payload" not in tree_labels(app):
                 break
-        assert app.deriving.async_jobs >= 1, "the filtered tree was made on the worker"
+        assert jobs.count >= 1, "the filtered tree was made on the worker"
         labels = tree_labels(app)
         assert "hash_payload" not in labels and "send_response" in labels
         source.push(demo_snapshot(2, later=True))  # a new tick: derived again, off the app thread

@@ -119,7 +119,6 @@ class BpftopApp(SourceApp):
         self.state = ViewState()
         self.state.baseline = baseline
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
-        self.last_written: Path | None = None
         self.last_derived: Derived | None = None
         self.deriving: Background[Derived] = Background(self, "derive")
 
@@ -467,5 +466,4 @@ class BpftopApp(SourceApp):
         except OutputError as err:
             self.notify(str(err), title="write failed", severity="error", timeout=10)
             return
-        self.last_written = target
         self.notify(f"wrote {lines} {what}stacks to {target}", title="folded stacks")

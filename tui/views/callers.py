@@ -2,26 +2,23 @@
 
 Building it walks the whole call tree, which at profiler scale takes longer
 than a frame, so builds run on a :class:`~bpftop.tui.app.background.Background`
-worker: the view keeps showing the previous result (marked as updating)
-until the new one arrives.
+worker: the view keeps showing the previous result until the new one
+arrives.
 """
 
 from __future__ import annotations
-
-import time
 
 from bpftop.tui.app.background import Background
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.views import Match, NodeKey, callers_tree
 from bpftop.tui.views.calltree import CallTreeView
 
-Built = tuple[CallNode, NodeKey, CallNode, float]
+Built = tuple[CallNode, NodeKey, CallNode]
+"""A finished build: the tree and function it was made for, and the callers tree."""
 
 
 def build(tree: CallNode, key: NodeKey, expected: int | None) -> Built:
-    started = time.perf_counter()
-    result = callers_tree(tree, key, expected)
-    return tree, key, result, time.perf_counter() - started
+    return tree, key, callers_tree(tree, key, expected)
 
 
 class CallersView(CallTreeView):
@@ -30,8 +27,6 @@ class CallersView(CallTreeView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.open_depth = 3
-        self.last_cost_s = 0.0
-        self.updating = False
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
         self._builds: Background[Built] | None = None
@@ -68,19 +63,15 @@ class CallersView(CallTreeView):
         result = self.builds.submit(job, lambda: build(tree, key, expected), self._apply)
         if result is not None:
             self._apply(result)
-        else:
-            self.updating = True
 
     def on_unmount(self) -> None:
         if self._builds is not None:
             self._builds.close()
 
     def _apply(self, built: Built) -> None:
-        tree, key, result, cost = built
-        self.last_cost_s = cost
+        tree, key, result = built
         if key != self._wanted:
             return
-        self.updating = False
         self._built_for = (tree, key)
         self.set_placeholder(f"no samples of {key[0]}")
         if result.children and (self.cursor_path is None or self.cursor_path[0] != key):

@@ -176,14 +176,14 @@ class TopView(RowsView):
         if offset is None or offset.y != 0:
             return
         x = offset.x
-        for column, (start, width) in zip(HOT_COLUMNS, self._layout(), strict=False):
+        for column, (start, width) in zip(HOT_COLUMNS, self.column_spans(), strict=False):
             if start <= x < start + width:
                 self.sort_by(column)
                 return
 
     # -- drawing --------------------------------------------------------------
-    def _layout(self) -> list[tuple[int, int]]:
-        """(start, width) of each column, the function column taking what is left."""
+    def column_spans(self) -> list[tuple[int, int]]:
+        """(start, width) of each column in cells, the function column taking what is left."""
         width = self.scrollable_content_region.width
         module = 32 if width >= 140 else 18
         widths = [w for _, w in COLUMNS[:3]]
@@ -210,17 +210,13 @@ class TopView(RowsView):
         titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
         return self._join([Line().add(t) for t in titles], numeric=3)
 
-    def row_texts(self, index: int) -> tuple[str, ...]:
-        """Row ``index``'s cells as plain text (for tests and search)."""
-        return tuple(cell.plain for cell in self._cells(self._rows[index]))
-
     def row_line(self, index: int, width: int) -> Line:
         return self._join(self._cells(self._rows[index]), numeric=3)
 
     def _join(self, cells: list[Line], numeric: int) -> Line:
         """Cells in their columns: numbers (and the Δ columns) right-aligned."""
         line = Line()
-        for i, (cell, (_, width)) in enumerate(zip(cells, self._layout(), strict=False)):
+        for i, (cell, (_, width)) in enumerate(zip(cells, self.column_spans(), strict=False)):
             if i:
                 line.add(" ")
             if (i < numeric or i >= len(COLUMNS) + 1) and cell.cells < width:
