@@ -54,11 +54,11 @@ def header(app: BpftopApp) -> str:
 
 
 def tree_labels(app: BpftopApp) -> list[str]:
-    return [row.node.label for row in app.tree_view.rows]
+    return [row.node.label for row in app.views.tree_view.rows]
 
 
 def tree_line(app: BpftopApp, y: int) -> str:
-    return app.tree_view.render_line(y).text
+    return app.views.tree_view.render_line(y).text
 
 
 def notifications(app: BpftopApp) -> list[Notification]:
@@ -71,7 +71,7 @@ def crumbs(app: BpftopApp) -> str:
 
 def top_row(app: BpftopApp, index: int) -> list[str]:
     """Row ``index`` of the Top view as it is drawn, cut into its columns."""
-    table = app.top_view
+    table = app.views.top_view
     width = table.scrollable_content_region.width
     drawn = table.row_line(index, width).strip(width)
     return [drawn.crop(start, start + span).text.strip() for start, span in table.column_spans()]
@@ -79,7 +79,7 @@ def top_row(app: BpftopApp, index: int) -> list[str]:
 
 def top_column(app: BpftopApp, column: int) -> list[str]:
     """One column of every row of the Top view, as drawn."""
-    return [top_row(app, i)[column] for i in range(app.top_view.row_count)]
+    return [top_row(app, i)[column] for i in range(app.views.top_view.row_count)]
 
 
 class WorkerJobs:

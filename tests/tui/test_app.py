@@ -42,9 +42,9 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         # processes start expanded, frames collapsed
         assert tree_labels(app) == ["small", "main"]
         assert "100.0%" in tree_line(app, 0)
-        assert app.tree_view.has_focus and app.view_id == "tree"
+        assert app.views.tree_view.has_focus and app.views.view_id == "tree"
         await pilot.press("1")
-        table = app.top_view
+        table = app.views.top_view
         assert table.row_count == 5 and table.has_focus
         assert top_row(app, 0)[3] == "leaf_a"
 
@@ -87,30 +87,30 @@ async def test_space_pauses_display_while_snapshots_arrive() -> None:
         assert tree_labels(app) == before_rows
         assert tree_line(app, 0) == before_line
         assert "10 samples" in header(app)
-        assert len(app.top_view.shown) == 5
+        assert len(app.views.top_view.shown) == 5
         await pilot.press("space")
         assert not app.paused and "PAUSED" not in header(app)
         assert app.shown is not None and app.shown.seq == 3
         assert "45 samples" in header(app)
-        assert len(app.top_view.shown) == 7
+        assert len(app.views.top_view.shown) == 7
 
 
 async def test_tab_and_number_keys_switch_views() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.view_id == "tree" and app.tree_view.has_focus
+        assert app.views.view_id == "tree" and app.views.tree_view.has_focus
         order = ["callers", "flame", "diag", "threads", "top", "tree"]
         for expected in order:
             await pilot.press("tab")
-            assert app.view_id == expected
+            assert app.views.view_id == expected
             assert app.focused is app.query_one(f"#{expected}")
         await pilot.press("shift+tab")
-        assert app.view_id == "top" and app.top_view.has_focus
+        assert app.views.view_id == "top" and app.views.top_view.has_focus
         views = ["top", "tree", "callers", "flame", "diag", "threads"]
         for key, expected in zip("123456", views, strict=True):
             await pilot.press(key)
-            assert app.view_id == expected
+            assert app.views.view_id == expected
         assert " 6 Threads " in crumbs(app)
 
 
@@ -118,7 +118,7 @@ async def test_expand_collapse_keys_change_visible_rows() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("down")  # main
         assert tree.cursor == 1
         await pilot.press("right")
@@ -146,7 +146,7 @@ async def test_cursor_movement_keys() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("e")  # expand hot path: small main work leaf_a
         assert tree_labels(app)[tree.cursor] == "leaf_a"
         await pilot.press("home")
@@ -169,7 +169,7 @@ async def test_e_expands_the_hot_path_and_selects_its_leaf() -> None:
         await pilot.pause()
         await pilot.press("e")
         assert tree_labels(app) == ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
-        assert app.tree_view.cursor == 3
+        assert app.views.tree_view.cursor == 3
         assert "▼ work" in tree_line(app, 2)
 
 
@@ -178,7 +178,7 @@ async def test_selection_and_expansion_survive_new_snapshots() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "down")  # leaf_b
-        tree = app.tree_view
+        tree = app.views.tree_view
         path = tree.cursor_path
         assert tree_labels(app)[tree.cursor] == "leaf_b"
         # a new hot sibling sorts above leaf_b's parent's siblings
@@ -198,7 +198,7 @@ async def test_top_view_keys_and_selection_survive_ticks() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1", "j")
-        table = app.top_view
+        table = app.views.top_view
         assert table.cursor_row == 1
         assert top_row(app, 1)[3] == "leaf_b"
         source.push(snapshot_of([*BASE, (["main", "hotter"], 50)], seq=2))
@@ -328,7 +328,7 @@ async def test_exited_phase_keeps_everything_collected() -> None:
         await pilot.pause()
         assert "process exited" in header(app)
         assert tree_labels(app) == rows
-        assert len(app.top_view.shown) == 5
+        assert len(app.views.top_view.shown) == 5
 
 
 async def test_threaded_source_delivery_coalesces_to_latest() -> None:
@@ -351,6 +351,6 @@ async def test_top_shows_time_for_time_probes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.top_view
+        table = app.views.top_view
         assert "time" in table.header_line(0, 120).plain
         assert [top_row(app, i)[2] for i in range(2)] == ["2.5 s", "40 ms"]

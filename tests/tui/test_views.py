@@ -36,7 +36,7 @@ def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
 
 
 def cursor_label(app: BpftopApp) -> str:
-    return tree_labels(app)[app.tree_view.cursor]
+    return tree_labels(app)[app.views.tree_view.cursor]
 
 
 def diag_text(app: BpftopApp) -> str:
@@ -50,7 +50,7 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("5")
-        assert app.view_id == "diag"
+        assert app.views.view_id == "diag"
         text = diag_text(app)
         assert "no symbols (stripped, no debuglink)" in text and "5.4%" in text
         assert "install the -dbg package of libz" in text
@@ -118,7 +118,7 @@ async def test_top_sorts_by_any_column() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.top_view
+        table = app.views.top_view
         assert top_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
         await pilot.press("s")  # total
         assert table.sort_column == "total" and top_column(app, 1)[0].strip() == "100.0"
@@ -170,7 +170,7 @@ async def test_flame_navigation_and_shared_zoom() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "up", "4")  # mix_round selected in the tree
-        flame = app.flame_view
+        flame = app.views.flame_view
         assert flame.selected_key() == ("mix_round", "/opt/demo/bin/demo", False)
         await pilot.press("up")
         assert flame.selected[-1][0] == "hash_payload"
@@ -192,7 +192,7 @@ async def test_flame_keeps_the_layouts_of_one_tree_only() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("4")
-        flame = app.flame_view
+        flame = app.views.flame_view
         whole = flame.rows
         await pilot.press("down", "down", "enter")
         zoomed = flame.rows
@@ -213,9 +213,9 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("3")
-        assert "select a function" in app.callers_view.render_line(0).text
+        assert "select a function" in app.views.callers_view.render_line(0).text
         await pilot.press("2", "e", "up", "3")  # mix_round
-        callers = app.callers_view
+        callers = app.views.callers_view
         labels = [row.node.label for row in callers.rows]
         assert labels[:3] == ["mix_round", "hash_payload", "handle_request"]
         assert "log_stats" in labels
@@ -224,7 +224,7 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
         await pilot.press("down", "enter")  # now the callers of hash_payload
         assert next(row.node.label for row in callers.rows) == "hash_payload"
         await pilot.press("1")  # the Top view follows the function picked there
-        assert app.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
+        assert app.views.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
 
 
 async def test_selection_follows_from_top_to_tree() -> None:
@@ -244,7 +244,7 @@ async def test_search_highlights_and_n_N_jump_in_every_view() -> None:
         await pilot.press("slash")
         assert app.search_input.has_focus
         await pilot.press(*"write", "enter")
-        assert "/write/" in crumbs(app) and app.tree_view.has_focus
+        assert "/write/" in crumbs(app) and app.views.tree_view.has_focus
         assert cursor_label(app) == "write"  # jumped to the first match
         await pilot.press("n")
         assert cursor_label(app) == "ksys_write"
@@ -253,12 +253,12 @@ async def test_search_highlights_and_n_N_jump_in_every_view() -> None:
         await pilot.press("N")
         assert cursor_label(app) == "vfs_write"
         await pilot.press("1", "n")
-        assert app.top_view.selected_key() is not None
-        assert "write" in str(app.top_view.selected_key())
+        assert app.views.top_view.selected_key() is not None
+        assert "write" in str(app.views.top_view.selected_key())
         await pilot.press("4", "n")
-        assert "write" in app.flame_view.selected[-1][0]
+        assert "write" in app.views.flame_view.selected[-1][0]
         await pilot.press("N")
-        assert "write" in app.flame_view.selected[-1][0]
+        assert "write" in app.views.flame_view.selected[-1][0]
 
 
 async def test_bad_regex_and_missing_search_say_so() -> None:
@@ -322,7 +322,7 @@ async def test_help_lists_the_new_keys() -> None:
         for key in ("Callers", "Flame", "Diagnostics", "zoom", "regex", "file:line", "sort"):
             assert key in text
         await pilot.press("3")  # ignored while help is up
-        assert app.view_id == "tree"
+        assert app.views.view_id == "tree"
 
 
 async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
@@ -342,8 +342,8 @@ async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
         row = top_column(app, 3).index("strchr")
         assert top_column(app, 6)[row].strip() == "+13.5"
         await pilot.press("b")
-        assert app.state.baseline is None and app.top_view.baseline is None
-        assert len(app.top_view.columns) == 6
+        assert app.state.baseline is None and app.views.top_view.baseline is None
+        assert len(app.views.top_view.columns) == 6
         await pilot.press("2")
         assert "+2.6" not in tree_line(app, parse)
 
@@ -425,7 +425,7 @@ async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done(
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "up", "3")
-        callers = app.callers_view
+        callers = app.views.callers_view
         first = [row.node.label for row in callers.rows]
         callers.builds.sync_wait_s = 0  # as if every build were slow: never wait for one
         jobs = WorkerJobs(callers.builds, monkeypatch)
@@ -468,7 +468,7 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e")  # the hot path runs through mix_round -> rotate_left
-        lines = [tree_line(app, y) for y in range(len(app.tree_view.rows))]
+        lines = [tree_line(app, y) for y in range(len(app.views.tree_view.rows))]
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
