@@ -187,6 +187,28 @@ async def test_flame_navigation_and_shared_zoom() -> None:
         assert "all" in flame.render_line(0).text
 
 
+async def test_flame_pgup_pgdn_home_end_move_by_levels() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=(120, 12)) as pilot:
+        await pilot.pause()
+        await pilot.press("4", "end")  # down the widest callees, as deep as they go
+        flame = app.views.flame_view
+        labels = [key[0] for key in flame.selected]
+        assert labels[-4:] == ["handle_request", "hash_payload", "mix_round", "rotate_left"]
+        shown = f"-{len(labels) + 1} of {len(flame.rows)}"  # the root's row, then one per level
+        assert str(flame.border_subtitle).endswith(shown), "scrolled to the selected box"
+        page = flame.content_size.height - 1
+        assert 0 < page < len(labels) - 1
+        await pilot.press("pageup")
+        assert [key[0] for key in flame.selected] == labels[:-page]
+        await pilot.press("pagedown")
+        assert [key[0] for key in flame.selected] == labels
+        await pilot.press("home")
+        assert flame.selected == () and flame.render_line(0).text.startswith("all")
+        await pilot.press("pageup")  # at the root: nowhere to go
+        assert flame.selected == ()
+
+
 async def test_flame_keeps_the_layouts_of_one_tree_only() -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
