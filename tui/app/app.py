@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
@@ -23,6 +23,7 @@ from bpftop.tui.app.background import Background
 from bpftop.tui.app.header import header_text, placeholder_text
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
+from bpftop.tui.app.keys import APP_BINDINGS
 from bpftop.tui.app.probe_dialog import ProbeDialog
 from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
@@ -62,32 +63,7 @@ class BpftopApp(SourceApp):
     #search.open { display: block; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("space", "toggle_pause", "Pause"),
-        Binding("tab", "next_view(1)", "Next view", priority=True),
-        Binding("shift+tab", "next_view(-1)", "Prev view", show=False, priority=True),
-        *(
-            Binding(str(n), f"show_view({n - 1})", name, show=False)
-            for n, (_, name) in enumerate(VIEWS, 1)
-        ),
-        Binding("backspace,escape", "zoom_out", "Zoom out", key_display="⌫"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("n", "jump(1)", "Next match", show=False),
-        Binding("N", "jump(-1)", "Prev match", show=False),
-        Binding("f", "toggle_filter", "Filter"),
-        Binding("L", "toggle_lines", "Lines", show=False),
-        Binding("b", "toggle_baseline", "Baseline"),
-        Binding("K", "hide_frames('kernel')", "User only", show=False),
-        Binding("U", "hide_frames('user')", "Kernel only", show=False),
-        Binding("r", "reset", "Reset"),
-        Binding("m", "cycle_time_mode", "Time mode"),
-        Binding("a", "all_threads", "All threads", show=False),
-        Binding("w", "write_folded", "Write folded"),
-        Binding("p", "probe", "Probe"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
         self,
