@@ -1,9 +1,12 @@
-"""The Textual app: renders the snapshots a ``SnapshotSource`` posts.
+"""The Textual app: shows the snapshots a ``SnapshotSource`` posts.
 
 Snapshots arrive through ``SourceApp`` (one slot, coalesced ticks) on the app
-thread; widgets are only touched there. Only the view on
-screen is redrawn per tick; the others catch up when switched to. What the
-user chose (selection, zoom, search) lives in one ``ViewState``.
+thread; widgets are only touched there. What the user chose (selection,
+zoom, search, filter, frames, baseline) lives in one ``ViewState``; the app
+derives what the views show from it (on a worker when that is slow) and
+hands it to the ``ViewSwitcher``, which draws the view on screen. The app's
+keys are in ``keys``; its actions are here, in the order of the sections:
+switching views, the user's choices, then pause, probe, help and export.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching,
 from bpftop.tui.formats.folded import write_folded
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
@@ -127,7 +131,13 @@ class BpftopApp(SourceApp):
         if not self.paused:
             self.show(snapshot)
 
-    # -- rendering ------------------------------------------------------------
+    def on_reset(self) -> None:
+        self.rates.clear()
+
+    def on_time_mode(self) -> None:
+        self._refresh_header()
+
+    # -- drawing --------------------------------------------------------------
     def show(self, snapshot: Snapshot) -> None:
         """Render one snapshot into the header and the view on screen."""
         self.shown = snapshot
@@ -188,7 +198,7 @@ class BpftopApp(SourceApp):
         text = breadcrumb_text(names, self.views.index, self.state, tree, self.show_lines)
         self.query_one("#crumbs", Static).update(text, layout=False)
 
-    # -- views ----------------------------------------------------------------
+    # -- switching views and zooming -----------------------------------------
     def action_show_view(self, index: int) -> None:
         if isinstance(self.screen, HelpScreen) or not 0 <= index < len(VIEWS):
             return
@@ -220,7 +230,7 @@ class BpftopApp(SourceApp):
     def on_flame_view_activated(self, message: FlameView.Activated) -> None:
         self._zoom_to(message.path)
 
-    def _zoom_to(self, path: tuple[tuple[str, str, bool], ...]) -> None:
+    def _zoom_to(self, path: NodePath) -> None:
         if self.state.zoom_in(path):
             self.render_view()
             if self.views.view_id == "tree":
@@ -235,7 +245,7 @@ class BpftopApp(SourceApp):
             self.state.set_search("")
             self.render_view()
 
-    # -- search ---------------------------------------------------------------
+    # -- the user's choices: search, filter, frames, file:line, baseline ------
     def action_search(self) -> None:
         box = self.search_input
         box.value = self.state.pattern
@@ -302,13 +312,7 @@ class BpftopApp(SourceApp):
             )
         self.render_view()
 
-    def on_reset(self) -> None:
-        self.rates.clear()
-
-    def on_time_mode(self) -> None:
-        self._refresh_header()
-
-    # -- other actions --------------------------------------------------------
+    # -- pause, probe, help, export -------------------------------------------
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if not self.paused and self.latest is not None and self.latest is not self.shown:

@@ -1,4 +1,5 @@
-"""Helpers shared by the app's views: names, the tab/breadcrumb line, search jumps."""
+"""Helpers shared by the app's views: their ids and titles, the tab/breadcrumb
+line, search jumps, and the call tree's Δ columns against a baseline."""
 
 from __future__ import annotations
 
