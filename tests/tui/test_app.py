@@ -87,12 +87,12 @@ async def test_space_pauses_display_while_snapshots_arrive() -> None:
         assert tree_labels(app) == before_rows
         assert tree_line(app, 0) == before_line
         assert "10 samples" in header(app)
-        assert len(app.views.top_view.shown) == 5
+        assert len(app.views.top_view.functions) == 5
         await pilot.press("space")
         assert not app.paused and "PAUSED" not in header(app)
         assert app.shown is not None and app.shown.seq == 3
         assert "45 samples" in header(app)
-        assert len(app.views.top_view.shown) == 7
+        assert len(app.views.top_view.functions) == 7
 
 
 async def test_tab_and_number_keys_switch_views() -> None:
@@ -199,13 +199,13 @@ async def test_top_view_keys_and_selection_survive_ticks() -> None:
         await pilot.pause()
         await pilot.press("1", "j")
         table = app.views.top_view
-        assert table.cursor_row == 1
+        assert table.cursor == 1
         assert top_row(app, 1)[3] == "leaf_b"
         source.push(snapshot_of([*BASE, (["main", "hotter"], 50)], seq=2))
         await pilot.pause()
-        assert top_row(app, table.cursor_row)[3] == "leaf_b"
+        assert top_row(app, table.cursor)[3] == "leaf_b"
         await pilot.press("k")
-        assert top_row(app, table.cursor_row)[3] == "leaf_a"
+        assert top_row(app, table.cursor)[3] == "leaf_a"
         assert "self %▼" in table.header_line(0, 120).plain, "sorted by self, descending"
 
 
@@ -328,7 +328,7 @@ async def test_exited_phase_keeps_everything_collected() -> None:
         await pilot.pause()
         assert "process exited" in header(app)
         assert tree_labels(app) == rows
-        assert len(app.views.top_view.shown) == 5
+        assert len(app.views.top_view.functions) == 5
 
 
 async def test_threaded_source_delivery_coalesces_to_latest() -> None:

@@ -101,7 +101,7 @@ def _jump_top(table: TopView, match: Match, step: int) -> bool:
     ]
     if not hits:
         return False
-    here = table.cursor_row
+    here = table.cursor
     if step > 0:
         target = next((i for i in hits if i > here), hits[0])
     else:

@@ -81,7 +81,9 @@ class TopView(RowsView):
 
     # -- data -----------------------------------------------------------------
     @property
-    def shown(self) -> tuple[HotFunction, ...]:
+    def functions(self) -> tuple[HotFunction, ...]:
+        """The functions of the last update, every tick (the rows are made of
+        them only while the view is shown)."""
         return self._hot
 
     @property
@@ -92,11 +94,6 @@ class TopView(RowsView):
     @property
     def row_count(self) -> int:
         return len(self._rows)
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        titles = (*(title for title, _ in COLUMNS), "")
-        return titles + tuple(t for t, _ in DELTA_COLUMNS) if self.baseline else titles
 
     def update_functions(
         self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True, unit: str = ""
@@ -143,10 +140,6 @@ class TopView(RowsView):
         return next((i for i, fn in enumerate(self._rows) if fn_key(fn) == key), 0)
 
     # -- selection ------------------------------------------------------------
-    @property
-    def cursor_row(self) -> int:
-        return self._cursor
-
     def cursor_moved(self) -> None:
         self._selected = fn_key(self._rows[self._cursor])
 
