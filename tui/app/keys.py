@@ -165,6 +165,7 @@ def action_name(binding: Binding) -> str:
 
 
 def bindings(bound: Sequence[Sequence[BindingType]] = BOUND) -> Iterator[Binding]:
+    """Each declared binding (a ``"up,k"`` binding stays one), as a ``Binding``."""
     for declared in bound:
         for item in declared:
             yield item if isinstance(item, Binding) else Binding(*item)
