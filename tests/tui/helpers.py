@@ -1,9 +1,12 @@
-"""Helpers for the app tests: small snapshots and reading what is on screen."""
+"""Helpers for the app tests: small snapshots, reading what is on screen, and
+counting what went to a background worker."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
+import pytest
 from textual.notifications import Notification
 from textual.widgets import Static
 
@@ -11,6 +14,7 @@ from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.widgets.background import Background
 
 PROCESS = ProcessInfo(
     pid=99, name="small", cmdline="./small --x", cpu_percent=50.0, rss_bytes=1 << 20,
@@ -50,11 +54,11 @@ def header(app: BpftopApp) -> str:
 
 
 def tree_labels(app: BpftopApp) -> list[str]:
-    return [row.node.label for row in app.tree_view.rows]
+    return [row.node.label for row in app.views.tree_view.rows]
 
 
 def tree_line(app: BpftopApp, y: int) -> str:
-    return app.tree_view.render_line(y).text
+    return app.views.tree_view.render_line(y).text
 
 
 def notifications(app: BpftopApp) -> list[Notification]:
@@ -63,3 +67,34 @@ def notifications(app: BpftopApp) -> list[Notification]:
 
 def crumbs(app: BpftopApp) -> str:
     return str(app.query_one("#crumbs", Static).content)
+
+
+def top_row(app: BpftopApp, index: int) -> list[str]:
+    """Row ``index`` of the Top view as it is drawn, cut into its columns."""
+    table = app.views.top_view
+    width = table.scrollable_content_region.width
+    drawn = table.row_line(index, width).strip(width)
+    return [drawn.crop(start, start + span).text.strip() for start, span in table.column_spans()]
+
+
+def top_column(app: BpftopApp, column: int) -> list[str]:
+    """One column of every row of the Top view, as drawn."""
+    return [top_row(app, i)[column] for i in range(app.views.top_view.row_count)]
+
+
+class WorkerJobs:
+    """Counts the jobs a ``Background`` hands to its worker thread: those that
+    outlive its synchronous wait, after which it is busy until they are done."""
+
+    def __init__(self, background: Background[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.background = background
+        submit = background.submit
+
+        def counting(key: Hashable, job: Callable[[], Any], on_done: Callable[[Any], None]) -> Any:
+            idle = not background.busy
+            found = submit(key, job, on_done)
+            self.count += idle and background.busy
+            return found
+
+        monkeypatch.setattr(background, "submit", counting)

@@ -12,7 +12,16 @@ from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.snapshot import Phase
 
-from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
+from .helpers import (
+    BASE,
+    crumbs,
+    header,
+    notifications,
+    snapshot_of,
+    top_row,
+    tree_labels,
+    tree_line,
+)
 
 SIZE = (100, 30)
 
@@ -33,11 +42,11 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         # processes start expanded, frames collapsed
         assert tree_labels(app) == ["small", "main"]
         assert "100.0%" in tree_line(app, 0)
-        assert app.tree_view.has_focus and app.view_id == "tree"
+        assert app.views.tree_view.has_focus and app.views.view_id == "tree"
         await pilot.press("1")
-        table = app.hot_table
+        table = app.views.top_view
         assert table.row_count == 5 and table.has_focus
-        assert table.row_texts(0)[3] == "leaf_a"
+        assert top_row(app, 0)[3] == "leaf_a"
 
 
 async def test_q_quits_and_stops_source() -> None:
@@ -78,30 +87,30 @@ async def test_space_pauses_display_while_snapshots_arrive() -> None:
         assert tree_labels(app) == before_rows
         assert tree_line(app, 0) == before_line
         assert "10 samples" in header(app)
-        assert len(app.hot_table.shown) == 5
+        assert len(app.views.top_view.functions) == 5
         await pilot.press("space")
         assert not app.paused and "PAUSED" not in header(app)
         assert app.shown is not None and app.shown.seq == 3
         assert "45 samples" in header(app)
-        assert len(app.hot_table.shown) == 7
+        assert len(app.views.top_view.functions) == 7
 
 
 async def test_tab_and_number_keys_switch_views() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.view_id == "tree" and app.tree_view.has_focus
+        assert app.views.view_id == "tree" and app.views.tree_view.has_focus
         order = ["callers", "flame", "diag", "threads", "top", "tree"]
         for expected in order:
             await pilot.press("tab")
-            assert app.view_id == expected
+            assert app.views.view_id == expected
             assert app.focused is app.query_one(f"#{expected}")
         await pilot.press("shift+tab")
-        assert app.view_id == "top" and app.hot_table.has_focus
+        assert app.views.view_id == "top" and app.views.top_view.has_focus
         views = ["top", "tree", "callers", "flame", "diag", "threads"]
         for key, expected in zip("123456", views, strict=True):
             await pilot.press(key)
-            assert app.view_id == expected
+            assert app.views.view_id == expected
         assert " 6 Threads " in crumbs(app)
 
 
@@ -109,7 +118,7 @@ async def test_expand_collapse_keys_change_visible_rows() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("down")  # main
         assert tree.cursor == 1
         await pilot.press("right")
@@ -137,7 +146,7 @@ async def test_cursor_movement_keys() -> None:
     app, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("e")  # expand hot path: small main work leaf_a
         assert tree_labels(app)[tree.cursor] == "leaf_a"
         await pilot.press("home")
@@ -160,7 +169,7 @@ async def test_e_expands_the_hot_path_and_selects_its_leaf() -> None:
         await pilot.pause()
         await pilot.press("e")
         assert tree_labels(app) == ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
-        assert app.tree_view.cursor == 3
+        assert app.views.tree_view.cursor == 3
         assert "▼ work" in tree_line(app, 2)
 
 
@@ -169,7 +178,7 @@ async def test_selection_and_expansion_survive_new_snapshots() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "down")  # leaf_b
-        tree = app.tree_view
+        tree = app.views.tree_view
         path = tree.cursor_path
         assert tree_labels(app)[tree.cursor] == "leaf_b"
         # a new hot sibling sorts above leaf_b's parent's siblings
@@ -184,19 +193,19 @@ async def test_selection_and_expansion_survive_new_snapshots() -> None:
         assert tree_labels(app)[tree.cursor] == "work"
 
 
-async def test_hot_table_keys_and_selection_survive_ticks() -> None:
+async def test_top_view_keys_and_selection_survive_ticks() -> None:
     app, source = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1", "j")
-        table = app.hot_table
-        assert table.cursor_row == 1
-        assert table.row_texts(1)[3] == "leaf_b"
+        table = app.views.top_view
+        assert table.cursor == 1
+        assert top_row(app, 1)[3] == "leaf_b"
         source.push(snapshot_of([*BASE, (["main", "hotter"], 50)], seq=2))
         await pilot.pause()
-        assert table.row_texts(table.cursor_row)[3] == "leaf_b"
+        assert top_row(app, table.cursor)[3] == "leaf_b"
         await pilot.press("k")
-        assert table.row_texts(table.cursor_row)[3] == "leaf_a"
+        assert top_row(app, table.cursor)[3] == "leaf_a"
         assert "self %▼" in table.header_line(0, 120).plain, "sorted by self, descending"
 
 
@@ -209,7 +218,7 @@ async def test_w_writes_the_shown_tree_as_folded(tmp_path: Path) -> None:
         await pilot.pause()
         await pilot.press("w")
         files = list(tmp_path.glob("bpftop-*.folded"))
-        assert len(files) == 1 and files[0] == app.last_written
+        assert len(files) == 1
         assert app.shown is not None
         expected = "".join(line + "\n" for line in folded_lines(app.shown.tree))
         assert files[0].read_text() == expected
@@ -319,7 +328,7 @@ async def test_exited_phase_keeps_everything_collected() -> None:
         await pilot.pause()
         assert "process exited" in header(app)
         assert tree_labels(app) == rows
-        assert len(app.hot_table.shown) == 5
+        assert len(app.views.top_view.functions) == 5
 
 
 async def test_threaded_source_delivery_coalesces_to_latest() -> None:
@@ -342,6 +351,6 @@ async def test_top_shows_time_for_time_probes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.hot_table
+        table = app.views.top_view
         assert "time" in table.header_line(0, 120).plain
-        assert [table.row_texts(i)[2] for i in range(2)] == ["2.5 s", "40 ms"]
+        assert [top_row(app, i)[2] for i in range(2)] == ["2.5 s", "40 ms"]

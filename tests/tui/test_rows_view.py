@@ -75,7 +75,7 @@ async def test_a_cursor_move_draws_only_the_two_rows_it_changes() -> None:
     app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("e")
         await pilot.pause()
         drawn = counting_draws(tree)
@@ -93,7 +93,7 @@ async def test_rows_out_of_sight_show_their_range_and_the_wheel_scrolls() -> Non
     app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("down", "right")  # main's 120 callees
         await pilot.pause()
         height = tree.scrollable_content_region.height
@@ -118,7 +118,7 @@ async def test_no_range_when_every_row_fits() -> None:
     app = BpftopApp(FakeSource([snapshot_of(WIDE[:5])]), 1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        assert not app.tree_view.border_subtitle
+        assert not app.views.tree_view.border_subtitle
 
 
 async def test_a_view_switch_draws_each_line_of_the_view_once() -> None:
@@ -126,27 +126,27 @@ async def test_a_view_switch_draws_each_line_of_the_view_once() -> None:
     app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("down", "right", "end", "1", "home", "down", "down")
         await pilot.pause()
         drawn = counting_draws(tree)
         await pilot.press("2")
         await pilot.pause()
         height = tree.scrollable_content_region.height
-        assert tree.rows[tree.cursor].node.label == "fn_002", "the top table's selection"
+        assert tree.rows[tree.cursor].node.label == "fn_002", "the Top view's selection"
         assert sorted(drawn) == list(range(height)), "each line once, not twice"
-        flame_drawn = counting_draws(app.flame_view)
+        flame_drawn = counting_draws(app.views.flame_view)
         await pilot.press("4")
         await pilot.pause()
-        assert app.flame_view.selected[-1][0] == "fn_002"
-        assert sorted(flame_drawn) == list(range(app.flame_view.size.height))
+        assert app.views.flame_view.selected[-1][0] == "fn_002"
+        assert sorted(flame_drawn) == list(range(app.views.flame_view.size.height))
 
 
 async def test_a_focus_change_draws_only_the_cursor_row() -> None:
     app = BpftopApp(FakeSource([snapshot_of(WIDE)]), 1.0)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        tree = app.tree_view
+        tree = app.views.tree_view
         await pilot.press("e")
         await pilot.pause()
         drawn = counting_draws(tree)

@@ -35,7 +35,7 @@ def loaded(path: Path) -> Snapshot:
 
 
 def cursor_label(app: BpftopApp) -> str:
-    return tree_labels(app)[app.tree_view.cursor]
+    return tree_labels(app)[app.views.tree_view.cursor]
 
 
 @pytest.mark.parametrize("fmt", sorted(NAMES))
@@ -51,9 +51,9 @@ async def test_every_view_works_on_a_saved_profile(fmt: str, tmp_path: Path) -> 
         await pilot.press("e", "up", "up", "enter")  # tree: zoom into hash_payload
         assert tree_labels(app)[:2] == ["hash_payload", "mix_round"]
         await pilot.press("3")  # callers of the selection
-        assert [row.node.label for row in app.callers_view.rows][:1] == ["hash_payload"]
+        assert [row.node.label for row in app.views.callers_view.rows][:1] == ["hash_payload"]
         await pilot.press("4")  # flame graph, same zoom
-        assert app.flame_view.rows[0][0].node.label == "hash_payload"
+        assert app.views.flame_view.rows[0][0].node.label == "hash_payload"
         await pilot.press("w")  # export of the zoomed subtree
         (written,) = out.glob("*.folded")
         assert all(";handle_request;hash_payload" in line for line in written.read_text().split(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.collect.snapshot_source import FakeSource
@@ -13,7 +15,17 @@ from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.threads import ThreadsView
 from tests.tui.demo_fixture import demo_snapshot
 
-from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
+from .helpers import (
+    BASE,
+    WorkerJobs,
+    crumbs,
+    header,
+    notifications,
+    snapshot_of,
+    top_column,
+    tree_labels,
+    tree_line,
+)
 
 SIZE = (120, 36)
 
@@ -23,13 +35,8 @@ def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
     return BpftopApp(source, 1.0, export_dir=tmp_path), source
 
 
-def table_column(app: BpftopApp, column: int) -> list[str]:
-    table = app.hot_table
-    return [table.row_texts(i)[column] for i in range(table.row_count)]
-
-
 def cursor_label(app: BpftopApp) -> str:
-    return tree_labels(app)[app.tree_view.cursor]
+    return tree_labels(app)[app.views.tree_view.cursor]
 
 
 def diag_text(app: BpftopApp) -> str:
@@ -43,7 +50,7 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("5")
-        assert app.view_id == "diag"
+        assert app.views.view_id == "diag"
         text = diag_text(app)
         assert "no symbols (stripped, no debuglink)" in text and "5.4%" in text
         assert "install the -dbg package of libz" in text
@@ -98,9 +105,9 @@ async def test_L_toggles_file_line_in_tree_and_top() -> None:
         assert "mix_round  hash.c:31" in tree_line(app, 7)
         assert "file:line" in crumbs(app)
         await pilot.press("1")
-        assert "mix_round  hash.c:31" in table_column(app, 3)
+        assert "mix_round  hash.c:31" in top_column(app, 3)
         await pilot.press("L")
-        assert "mix_round" in table_column(app, 3)
+        assert "mix_round" in top_column(app, 3)
         await pilot.press("2")
         assert "hash.c" not in tree_line(app, 7)
     assert source.source_lines == [True, False], "the collector is asked for lines only while shown"
@@ -111,15 +118,15 @@ async def test_top_sorts_by_any_column() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        table = app.hot_table
-        assert table_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
+        table = app.views.top_view
+        assert top_column(app, 3)[0] == "mix_round" and table.sort_column == "self"
         await pilot.press("s")  # total
-        assert table.sort_column == "total" and table_column(app, 1)[0].strip() == "100.0"
+        assert table.sort_column == "total" and top_column(app, 1)[0].strip() == "100.0"
         await pilot.press("s", "s")  # function, ascending
-        names = table_column(app, 3)
+        names = top_column(app, 3)
         assert names == sorted(names, key=str.lower)
         await pilot.press("S")
-        assert table_column(app, 3) == sorted(names, key=str.lower, reverse=True)
+        assert top_column(app, 3) == sorted(names, key=str.lower, reverse=True)
         await pilot.press("s", "s")  # module, then back to self
         assert table.sort_column == "self"
         await pilot.click("#top", offset=(4, 0))  # header click: self % column
@@ -132,10 +139,10 @@ async def test_top_trend_markers_compare_with_last_tick() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1")
-        assert set(table_column(app, 5)) == {" "}
+        assert set(top_column(app, 5)) == {""}, "no trend marker yet"
         source.push(snapshot_of([*BASE, (["main", "work", "leaf_b"], 20), (["new"], 1)], seq=2))
         await pilot.pause()
-        marks = dict(zip(table_column(app, 3), table_column(app, 5), strict=True))
+        marks = dict(zip(top_column(app, 3), top_column(app, 5), strict=True))
         assert marks["leaf_b"] == "▲" and marks["leaf_a"] == "▼" and marks["new"] == "+"
 
 
@@ -163,7 +170,7 @@ async def test_flame_navigation_and_shared_zoom() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "up", "4")  # mix_round selected in the tree
-        flame = app.flame_view
+        flame = app.views.flame_view
         assert flame.selected_key() == ("mix_round", "/opt/demo/bin/demo", False)
         await pilot.press("up")
         assert flame.selected[-1][0] == "hash_payload"
@@ -180,12 +187,34 @@ async def test_flame_navigation_and_shared_zoom() -> None:
         assert "all" in flame.render_line(0).text
 
 
+async def test_flame_pgup_pgdn_home_end_move_by_levels() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=(120, 12)) as pilot:
+        await pilot.pause()
+        await pilot.press("4", "end")  # down the widest callees, as deep as they go
+        flame = app.views.flame_view
+        labels = [key[0] for key in flame.selected]
+        assert labels[-4:] == ["handle_request", "hash_payload", "mix_round", "rotate_left"]
+        shown = f"-{len(labels) + 1} of {len(flame.rows)}"  # the root's row, then one per level
+        assert str(flame.border_subtitle).endswith(shown), "scrolled to the selected box"
+        page = flame.content_size.height - 1
+        assert 0 < page < len(labels) - 1
+        await pilot.press("pageup")
+        assert [key[0] for key in flame.selected] == labels[:-page]
+        await pilot.press("pagedown")
+        assert [key[0] for key in flame.selected] == labels
+        await pilot.press("home")
+        assert flame.selected == () and flame.render_line(0).text.startswith("all")
+        await pilot.press("pageup")  # at the root: nowhere to go
+        assert flame.selected == ()
+
+
 async def test_flame_keeps_the_layouts_of_one_tree_only() -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("4")
-        flame = app.flame_view
+        flame = app.views.flame_view
         whole = flame.rows
         await pilot.press("down", "down", "enter")
         zoomed = flame.rows
@@ -206,9 +235,9 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("3")
-        assert "select a function" in app.callers_view.render_line(0).text
+        assert "select a function" in app.views.callers_view.render_line(0).text
         await pilot.press("2", "e", "up", "3")  # mix_round
-        callers = app.callers_view
+        callers = app.views.callers_view
         labels = [row.node.label for row in callers.rows]
         assert labels[:3] == ["mix_round", "hash_payload", "handle_request"]
         assert "log_stats" in labels
@@ -216,8 +245,8 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
         assert callers.cursor == 0
         await pilot.press("down", "enter")  # now the callers of hash_payload
         assert next(row.node.label for row in callers.rows) == "hash_payload"
-        await pilot.press("1")  # the top table follows the function picked there
-        assert app.hot_table.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
+        await pilot.press("1")  # the Top view follows the function picked there
+        assert app.views.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
 
 
 async def test_selection_follows_from_top_to_tree() -> None:
@@ -237,7 +266,7 @@ async def test_search_highlights_and_n_N_jump_in_every_view() -> None:
         await pilot.press("slash")
         assert app.search_input.has_focus
         await pilot.press(*"write", "enter")
-        assert "/write/" in crumbs(app) and app.tree_view.has_focus
+        assert "/write/" in crumbs(app) and app.views.tree_view.has_focus
         assert cursor_label(app) == "write"  # jumped to the first match
         await pilot.press("n")
         assert cursor_label(app) == "ksys_write"
@@ -246,12 +275,12 @@ async def test_search_highlights_and_n_N_jump_in_every_view() -> None:
         await pilot.press("N")
         assert cursor_label(app) == "vfs_write"
         await pilot.press("1", "n")
-        assert app.hot_table.selected_key() is not None
-        assert "write" in str(app.hot_table.selected_key())
+        assert app.views.top_view.selected_key() is not None
+        assert "write" in str(app.views.top_view.selected_key())
         await pilot.press("4", "n")
-        assert "write" in app.flame_view.selected[-1][0]
+        assert "write" in app.views.flame_view.selected[-1][0]
         await pilot.press("N")
-        assert "write" in app.flame_view.selected[-1][0]
+        assert "write" in app.views.flame_view.selected[-1][0]
 
 
 async def test_bad_regex_and_missing_search_say_so() -> None:
@@ -282,7 +311,7 @@ async def test_filter_hides_other_stacks_and_w_writes_what_is_shown(tmp_path: Pa
         labels = tree_labels(app)
         assert "hash_payload" not in labels and "send_response" in labels
         await pilot.press("1")
-        assert "mix_round" not in table_column(app, 3)
+        assert "mix_round" not in top_column(app, 3)
         await pilot.press("w")
         (written,) = tmp_path.glob("*.folded")
         lines = written.read_text().splitlines()
@@ -315,7 +344,7 @@ async def test_help_lists_the_new_keys() -> None:
         for key in ("Callers", "Flame", "Diagnostics", "zoom", "regex", "file:line", "sort"):
             assert key in text
         await pilot.press("3")  # ignored while help is up
-        assert app.view_id == "tree"
+        assert app.views.view_id == "tree"
 
 
 async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
@@ -332,11 +361,11 @@ async def test_b_freezes_a_baseline_and_shows_deltas_until_cleared() -> None:
         parse = tree_labels(app).index("parse_headers")
         assert "+2.6  +16.2" in tree_line(app, parse)
         await pilot.press("1")
-        row = table_column(app, 3).index("strchr")
-        assert table_column(app, 6)[row].strip() == "+13.5"
+        row = top_column(app, 3).index("strchr")
+        assert top_column(app, 6)[row].strip() == "+13.5"
         await pilot.press("b")
-        assert app.state.baseline is None and app.hot_table.baseline is None
-        assert len(app.hot_table.columns) == 6
+        assert app.state.baseline is None and app.views.top_view.baseline is None
+        assert len(app.views.top_view.column_spans()) == 6, "no Δ columns"
         await pilot.press("2")
         assert "+2.6" not in tree_line(app, parse)
 
@@ -402,30 +431,33 @@ async def test_K_and_U_hide_kernel_or_user_frames() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("1", "K")
-        assert "tcp_sendmsg" not in table_column(app, 3) and "write" in table_column(app, 3)
+        assert "tcp_sendmsg" not in top_column(app, 3) and "write" in top_column(app, 3)
         assert "user frames only" in crumbs(app)
         await pilot.press("U")
-        assert set(table_column(app, 4)) == {"[kernel]"}
+        assert set(top_column(app, 4)) == {"[kernel]"}
         assert "kernel frames only" in crumbs(app)
         await pilot.press("U")
-        assert "mix_round" in table_column(app, 3) and "only" not in crumbs(app)
+        assert "mix_round" in top_column(app, 3) and "only" not in crumbs(app)
 
 
-async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done() -> None:
+async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e", "up", "3")
-        callers = app.callers_view
+        callers = app.views.callers_view
         first = [row.node.label for row in callers.rows]
         callers.builds.sync_wait_s = 0  # as if every build were slow: never wait for one
+        jobs = WorkerJobs(callers.builds, monkeypatch)
         source.push(demo_snapshot(2, later=True))
         for _ in range(100):
             await pilot.pause(0.01)
-            if not callers.updating:
+            if jobs.count and not callers.builds.busy:
                 break
-        assert callers.builds.async_jobs == 1  # the build went to a worker thread
-        assert not callers.updating
+        assert jobs.count == 1  # the build went to a worker thread
+        assert not callers.builds.busy
         assert [row.node.label for row in callers.rows] == first
         assert callers.call_tree.total_count == 4_210 + 1_175 + 180 + 300
 
@@ -458,23 +490,26 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("e")  # the hot path runs through mix_round -> rotate_left
-        lines = [tree_line(app, y) for y in range(len(app.tree_view.rows))]
+        lines = [tree_line(app, y) for y in range(len(app.views.tree_view.rows))]
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
 
 
-async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done() -> None:
+async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.deriving.sync_wait_s = 0  # as if every derive were slow: never wait for one
+        jobs = WorkerJobs(app.deriving, monkeypatch)
         await pilot.press("slash", *"write", "enter", "f")
         for _ in range(100):
             await pilot.pause(0.01)
             if not app.deriving.busy and "hash_payload" not in tree_labels(app):
                 break
-        assert app.deriving.async_jobs >= 1, "the filtered tree was made on the worker"
+        assert jobs.count >= 1, "the filtered tree was made on the worker"
         labels = tree_labels(app)
         assert "hash_payload" not in labels and "send_response" in labels
         source.push(demo_snapshot(2, later=True))  # a new tick: derived again, off the app thread

@@ -1,9 +1,12 @@
-"""The Textual app: renders the snapshots a ``SnapshotSource`` posts.
+"""The Textual app: shows the snapshots a ``SnapshotSource`` posts.
 
 Snapshots arrive through ``SourceApp`` (one slot, coalesced ticks) on the app
-thread; widgets are only touched there. Only the view on
-screen is redrawn per tick; the others catch up when switched to. What the
-user chose (selection, zoom, search) lives in one ``ViewState``.
+thread; widgets are only touched there. What the user chose (selection,
+zoom, search, filter, frames, baseline) lives in one ``ViewState``; the app
+derives what the views show from it (on a worker when that is slow) and
+hands it to the ``ViewSwitcher``, which draws the view on screen. The app's
+keys are in ``keys``; its actions are here, in the order of the sections:
+switching views, the user's choices, then pause, probe, help and export.
 """
 
 from __future__ import annotations
@@ -14,35 +17,29 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import DescendantFocus
-from textual.widgets import ContentSwitcher, Input, Static
+from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.app.header import header_text, placeholder_text
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
+from bpftop.tui.app.keys import APP_BINDINGS
 from bpftop.tui.app.probe_dialog import ProbeDialog
 from bpftop.tui.app.source_app import SourceApp
+from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
 from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
 from bpftop.tui.formats.folded import write_folded
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
-from bpftop.tui.views.callers import CallersView
 from bpftop.tui.views.calltree import CallTreeView
-from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.flame import FlameView
-from bpftop.tui.views.navigation import (
-    TITLES,
-    VIEWS,
-    breadcrumb_text,
-    delta_decorator,
-    jump_to_match,
-)
+from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
 from bpftop.tui.views.threads import ThreadsView
-from bpftop.tui.views.top import HotTable
 from bpftop.tui.widgets.background import Background
 
 RATE_HISTORY = 60
@@ -70,32 +67,7 @@ class BpftopApp(SourceApp):
     #search.open { display: block; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("space", "toggle_pause", "Pause"),
-        Binding("tab", "next_view(1)", "Next view", priority=True),
-        Binding("shift+tab", "next_view(-1)", "Prev view", show=False, priority=True),
-        *(
-            Binding(str(n), f"show_view({n - 1})", name, show=False)
-            for n, (_, name) in enumerate(VIEWS, 1)
-        ),
-        Binding("backspace,escape", "zoom_out", "Zoom out", key_display="⌫"),
-        Binding("slash", "search", "Search", key_display="/"),
-        Binding("n", "jump(1)", "Next match", show=False),
-        Binding("N", "jump(-1)", "Prev match", show=False),
-        Binding("f", "toggle_filter", "Filter"),
-        Binding("L", "toggle_source", "Lines", show=False),
-        Binding("b", "toggle_baseline", "Baseline"),
-        Binding("K", "hide_frames('kernel')", "User only", show=False),
-        Binding("U", "hide_frames('user')", "Kernel only", show=False),
-        Binding("r", "reset", "Reset"),
-        Binding("m", "cycle_time_mode", "Time mode"),
-        Binding("a", "all_threads", "All threads", show=False),
-        Binding("w", "write_folded", "Write folded"),
-        Binding("p", "probe", "Probe"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
         self,
@@ -115,46 +87,23 @@ class BpftopApp(SourceApp):
         self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
         self.shown: Snapshot | None = None
         self.paused = False
-        self.show_source = False
+        self.show_lines = False
         self.state = ViewState()
         self.state.baseline = baseline
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
-        self.last_written: Path | None = None
         self.last_derived: Derived | None = None
         self.deriving: Background[Derived] = Background(self, "derive")
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(None, False, self.interval_s), id="header")
         yield Static(id="crumbs")
-        with ContentSwitcher(initial="tree", id="views"):
-            yield HotTable(id="top")
-            yield CallTreeView(id="tree")
-            yield CallersView(id="callers")
-            yield FlameView(id="flame")
-            yield DiagnosticsView(id="diag")
-            yield ThreadsView(id="threads")
+        yield ViewSwitcher(id="views")
         yield Input(placeholder="search: regex over function names (empty clears)", id="search")
         yield KeyBar(id="keys")
 
     @property
-    def view_id(self) -> str:
-        return self.query_one("#views", ContentSwitcher).current or "tree"
-
-    @property
-    def tree_view(self) -> CallTreeView:
-        return self.query_one("#tree", CallTreeView)
-
-    @property
-    def callers_view(self) -> CallersView:
-        return self.query_one("#callers", CallersView)
-
-    @property
-    def hot_table(self) -> HotTable:
-        return self.query_one("#top", HotTable)
-
-    @property
-    def flame_view(self) -> FlameView:
-        return self.query_one("#flame", FlameView)
+    def views(self) -> ViewSwitcher:
+        return self.query_one("#views", ViewSwitcher)
 
     @property
     def search_input(self) -> Input:
@@ -162,11 +111,9 @@ class BpftopApp(SourceApp):
 
     # -- source wiring --------------------------------------------------------
     def on_mount(self) -> None:
-        for view_id, title in TITLES.items():
-            self.query_one(f"#{view_id}").border_title = title
-        self.tree_view.placeholder = placeholder_text(None)
+        self.views.tree_view.placeholder = placeholder_text(None)
         self._refresh_crumbs()
-        self.tree_view.focus()
+        self.views.tree_view.focus()
         self.start_source()
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
@@ -184,18 +131,20 @@ class BpftopApp(SourceApp):
         if not self.paused:
             self.show(snapshot)
 
-    # -- rendering ------------------------------------------------------------
+    def on_reset(self) -> None:
+        self.rates.clear()
+
+    def on_time_mode(self) -> None:
+        self._refresh_header()
+
+    # -- drawing --------------------------------------------------------------
     def show(self, snapshot: Snapshot) -> None:
         """Render one snapshot into the header and the view on screen."""
         self.shown = snapshot
         self._refresh_header()
         derived = self._derived()
         if derived is not None:
-            visible = self.view_id == "top"
-            unit = snapshot.weight_unit
-            self.hot_table.update_hot(
-                derived.hot, derived.tree.total_count, fill=visible, unit=unit
-            )
+            self.views.track_functions(derived, snapshot.weight_unit)
         self.render_view()
 
     def _derived(self) -> Derived | None:
@@ -231,46 +180,10 @@ class BpftopApp(SourceApp):
             self.show(self.shown)
 
     def render_view(self) -> None:
-        """Redraw the current view from the shown snapshot and the view state."""
+        """Redraw the view on screen from the shown snapshot and the view state."""
         derived = self._derived()
-        view = self.view_id
-        match, zoom = self.state.match, self.state.zoom_path
-        tree = derived.tree if derived is not None else CallNode("all")
-        if view == "top":
-            self.hot_table.set_baseline(self.state.baseline)
-            self.hot_table.set_options(match=match, show_source=self.show_source)
-            if derived is not None:
-                unit = self.shown.weight_unit if self.shown is not None else ""
-                self.hot_table.update_hot(derived.hot, tree.total_count, unit=unit)
-        elif view == "tree":
-            self._set_tree_baseline()
-            self.tree_view.set_placeholder(placeholder_text(self.shown))
-            self.tree_view.set_options(match=match, show_source=self.show_source)
-            self.tree_view.set_tree(tree, zoom)
-        elif view == "callers":
-            key = self.state.selected
-            hot = derived.hot if derived is not None else ()
-            expected = next(
-                (f.total_count for f in hot if (f.label, f.module, f.kernel) == key), None
-            )
-            self.callers_view.show_callers(tree, key, match, self.show_source, expected)
-        elif view == "flame":
-            self.flame_view.placeholder = placeholder_text(self.shown)
-            self.flame_view.set_options(match=match)
-            self.flame_view.set_tree(tree, zoom)
-        elif view == "threads":
-            threads = self.shown.threads if self.shown is not None else ()
-            self.query_one("#threads", ThreadsView).update_threads(threads, self.thread)
-        else:
-            self.query_one("#diag", DiagnosticsView).update_from(self.shown)
+        self.views.draw(self.shown, derived, self.state, self.show_lines, self.thread)
         self._refresh_crumbs()
-
-    def _set_tree_baseline(self) -> None:
-        view = self.tree_view
-        diff = self.state.baseline is not None
-        view.decorate = delta_decorator(self.state.baseline, view) if diff else None
-        columns = "total %  self %  Δself  Δtotal" if diff else "total %  self %"
-        view.border_title = f"Call tree (top-down): {columns}  function  module"
 
     def _refresh_header(self) -> None:
         status = f"⏱ {self.mode_label}"
@@ -282,46 +195,31 @@ class BpftopApp(SourceApp):
     def _refresh_crumbs(self) -> None:
         tree = self.shown.tree if self.shown is not None else CallNode("all")
         names = ("Top", "Tree", "Callers", "Flame", "Diagnostics", "Threads")
-        current = [v for v, _ in VIEWS].index(self.view_id)
-        text = breadcrumb_text(names, current, self.state, tree, self.show_source)
+        text = breadcrumb_text(names, self.views.index, self.state, tree, self.show_lines)
         self.query_one("#crumbs", Static).update(text, layout=False)
 
-    # -- views ----------------------------------------------------------------
-    def current_selection(self) -> None:
-        """Remember what the current view has selected, for the others to follow."""
-        view = self.query_one(f"#{self.view_id}")
-        if isinstance(view, HotTable | CallTreeView | FlameView):
-            key = view.selected_key()
-            if key is not None and view is not self.callers_view:
-                self.state.selected = key
-
+    # -- switching views and zooming -----------------------------------------
     def action_show_view(self, index: int) -> None:
         if isinstance(self.screen, HelpScreen) or not 0 <= index < len(VIEWS):
             return
-        self.current_selection()
-        view_id = VIEWS[index][0]
-        self.query_one("#views", ContentSwitcher).current = view_id
-        widget = self.query_one(f"#{view_id}")
-        # Focus and follow first: the view is then drawn once, focused, on the selection.
-        self.screen.set_focus(widget, scroll_visible=False)
-        key = self.state.selected
-        views = HotTable | FlameView | CallTreeView
-        if key is not None and isinstance(widget, views) and widget is not self.callers_view:
-            widget.follow(key)
+        key = self.views.selected_key()  # what the view we leave has selected
+        if key is not None:
+            self.state.selected = key
+        self.views.show_view(VIEWS[index][0], self.state.selected)
         self.render_view()
 
     def action_next_view(self, step: int) -> None:
         if isinstance(self.screen, ProbeDialog):  # Tab is the app's; in the dialog it completes
             self.screen.action_take_first()
             return
-        index = [v for v, _ in VIEWS].index(self.view_id)
-        self.action_show_view((index + step) % len(VIEWS))
+        self.action_show_view((self.views.index + step) % len(VIEWS))
 
     def on_call_tree_view_activated(self, message: CallTreeView.Activated) -> None:
-        if message.view is self.callers_view:
+        callers = self.views.callers_view
+        if message.view is callers:
             if len(message.path) >= 2:
                 self.state.selected = message.node.key
-                self.callers_view.reveal(message.path[:1])
+                callers.reveal(message.path[:1])
                 self.render_view()
             return
         self._zoom_to(message.path)
@@ -332,11 +230,11 @@ class BpftopApp(SourceApp):
     def on_flame_view_activated(self, message: FlameView.Activated) -> None:
         self._zoom_to(message.path)
 
-    def _zoom_to(self, path: tuple[tuple[str, str, bool], ...]) -> None:
+    def _zoom_to(self, path: NodePath) -> None:
         if self.state.zoom_in(path):
             self.render_view()
-            if self.view_id == "tree":
-                self.tree_view.reveal(path)
+            if self.views.view_id == "tree":
+                self.views.tree_view.reveal(path)
 
     def action_zoom_out(self) -> None:
         if self.search_input.has_class("open"):
@@ -347,7 +245,7 @@ class BpftopApp(SourceApp):
             self.state.set_search("")
             self.render_view()
 
-    # -- search ---------------------------------------------------------------
+    # -- the user's choices: search, filter, frames, file:line, baseline ------
     def action_search(self) -> None:
         box = self.search_input
         box.value = self.state.pattern
@@ -366,15 +264,14 @@ class BpftopApp(SourceApp):
 
     def _close_search(self) -> None:
         self.search_input.remove_class("open")
-        self.query_one(f"#{self.view_id}").focus()
+        self.views.on_screen.focus()
 
     def action_jump(self, step: int) -> None:
         if self.state.match is None:
             self.notify("no search: press / first", severity="warning")
             return
-        widget = self.query_one(f"#{self.view_id}")
-        views = HotTable | CallTreeView | FlameView
-        if isinstance(widget, views) and not jump_to_match(widget, self.state.match, step):
+        view = self.views.selecting
+        if view is not None and not jump_to_match(view, self.state.match, step):
             self.notify(f"no match for /{self.state.pattern}/ here", severity="warning")
 
     def action_toggle_filter(self) -> None:
@@ -391,10 +288,11 @@ class BpftopApp(SourceApp):
         if self.shown is not None:
             self.show(self.shown)
 
-    def action_toggle_source(self) -> None:
-        self.show_source = not self.show_source
+    def action_toggle_lines(self) -> None:
+        """Show file:line beside function names; the source resolves lines only meanwhile."""
+        self.show_lines = not self.show_lines
         if isinstance(self.source, ControlledSource):
-            self.source.show_source_lines(self.show_source)
+            self.source.show_source_lines(self.show_lines)
         self.render_view()
 
     def action_toggle_baseline(self) -> None:
@@ -414,13 +312,7 @@ class BpftopApp(SourceApp):
             )
         self.render_view()
 
-    def on_reset(self) -> None:
-        self.rates.clear()
-
-    def on_time_mode(self) -> None:
-        self._refresh_header()
-
-    # -- other actions --------------------------------------------------------
+    # -- pause, probe, help, export -------------------------------------------
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if not self.paused and self.latest is not None and self.latest is not self.shown:
@@ -466,5 +358,4 @@ class BpftopApp(SourceApp):
         except OutputError as err:
             self.notify(str(err), title="write failed", severity="error", timeout=10)
             return
-        self.last_written = target
         self.notify(f"wrote {lines} {what}stacks to {target}", title="folded stacks")

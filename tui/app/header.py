@@ -1,4 +1,5 @@
-"""The header: what is profiled, how, and how honest the data is."""
+"""The header: what is profiled, how, and how honest the data is; and what an
+empty view says meanwhile (``placeholder_text``)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,23 @@ def header_text(
         return text
     _append_process(text, snapshot)
     text.append("\n")
+    _append_counts(text, snapshot, paused, rates, status)
+    text.append("\nprobe ")
+    _append_probes(text, snapshot)
+    stats = snapshot.stats
+    if snapshot.phase is Phase.SAVED:
+        if stats.elapsed_s:
+            text.append(f"  recorded for {stats.elapsed_s:.0f}s")
+        return text
+    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
+    _append_overhead(text, snapshot)
+    return text
+
+
+def _append_counts(
+    text: Text, snapshot: Snapshot, paused: bool, rates: Sequence[float], status: str
+) -> None:
+    """The second line: phase, samples (or time) and their rate, what was lost."""
     if paused:
         text.append(" PAUSED ", "bold reverse yellow")
         text.append(" ")
@@ -70,15 +88,6 @@ def header_text(
         text.append(f"  {status}", "bold cyan")
     if snapshot.message:
         text.append(f"  {snapshot.message}", "italic")
-    text.append("\nprobe ")
-    _append_probes(text, snapshot)
-    if saved:
-        if stats.elapsed_s:
-            text.append(f"  recorded for {stats.elapsed_s:.0f}s")
-        return text
-    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
-    _append_overhead(text, snapshot)
-    return text
 
 
 def _append_probes(text: Text, snapshot: Snapshot) -> None:

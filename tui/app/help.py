@@ -1,52 +1,49 @@
-"""The `?` help screen: every key, in one place."""
+"""The `?` help screen: every key, made from the bindings (``keys.KEY_HELP``)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS: tuple[tuple[str, str], ...] = (
-    ("q / Ctrl+C", "quit"),
-    ("space", "pause / resume the display (sampling continues)"),
-    ("Tab / Shift+Tab", "next / previous view; every view follows the selection"),
-    ("1 2 3 4 5 6", "Top, Call tree, Callers, Flame graph, Diagnostics, Threads"),
-    ("Enter / a", "show only the chosen thread (Threads) / all threads again"),
-    ("↑ ↓ / k j", "move the selection"),
-    ("PgUp PgDn Home End", "move by page / to the ends (call tree)"),
-    ("→ / l   ← / h", "expand / collapse (tree); move between boxes (flame)"),
-    ("+", "toggle the selected node (tree)"),
-    ("e", "expand the hot path below the selection (tree)"),
-    ("Enter", "zoom into the frame (tree, flame); pick a caller (callers)"),
-    ("Backspace / Esc", "zoom out (then: clear the search)"),
-    ("s / S", "sort the top functions by the next column / reverse"),
-    ("/", "search function names (regex; empty clears)"),
-    ("n / N", "next / previous match"),
-    ("f", "filter: hide stacks without a match"),
-    ("L", "show file:line beside function names"),
-    ("K / U", "hide kernel frames (user only) / hide user frames (kernel only)"),
-    ("b", "freeze a baseline: Δ self % / Δ total % vs. it (b again clears)"),
-    ("r", "reset: forget every count so far"),
-    ("m", "time mode: cumulative → last 30 s → decay (½ every 10 s)"),
-    ("w", "write the shown (zoomed / filtered) profile as folded stacks"),
-    ("p", "change the probe live (checked as you type, Tab completes); each keeps its profile"),
-    ("?", "this help"),
-)
+from bpftop.tui.app.keys import KEY_HELP, keys_text
+
+KEY_WIDTH = 20
+WIDTH = 76
+"""Cells inside the box (84 wide, less its border, padding and a scrollbar)."""
 
 
-def help_text() -> str:
-    lines = ["[b]bpftop keys[/b]", ""]
-    lines += [f"[b]{key:>20}[/b]  {what}" for key, what in KEYS]
-    lines += [
-        "",
-        "Percentages are of all samples (of the matching ones while filtering).",
-        "Esc / ? / q closes this help.",
-    ]
-    return "\n".join(lines)
+def help_text() -> Text:
+    """Each help row: its keys right-aligned, then what they do (both wrapped)."""
+    text = Text()
+    text.append("bpftop keys", "bold")
+    text.append("\n")
+    for row in KEY_HELP:
+        keys = textwrap.wrap(keys_text(row), KEY_WIDTH)
+        what = textwrap.wrap(row.what, WIDTH - KEY_WIDTH - 2, break_on_hyphens=False)
+        marked = False
+        for n in range(max(len(keys), len(what))):
+            key = keys[n] if n < len(keys) else ""
+            text.append(f"\n{key:>{KEY_WIDTH}}  ", "bold")
+            marked = _append_marked(text, what[n] if n < len(what) else "", marked)
+    text.append("\n\nPercentages are of all samples (of the matching ones while filtering).")
+    return text
+
+
+def _append_marked(text: Text, line: str, marked: bool) -> bool:
+    """``line`` with its `backticked` parts bold (without the backticks); whether
+    a marked part goes on past the end of the line."""
+    for n, part in enumerate(line.split("`")):
+        if n:
+            marked = not marked
+        text.append(part, "bold" if marked else "")
+    return marked
 
 
 class HelpScreen(ModalScreen[None]):

@@ -3,12 +3,10 @@
 Building it (``model.callers``) makes passes over every node of the call
 tree's arrays, up to tens of milliseconds at profiler scale, so builds run on
 a :class:`~bpftop.tui.widgets.background.Background` worker: the view keeps
-showing the previous result (marked as updating) until the new one arrives.
+showing the previous result until the new one arrives.
 """
 
 from __future__ import annotations
-
-import time
 
 from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.snapshot import CallNode
@@ -17,13 +15,12 @@ from bpftop.tui.model.views import Match
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.widgets.background import Background
 
-Built = tuple[CallNode, NodeKey, CallNode, float]
+Built = tuple[CallNode, NodeKey, CallNode]
+"""A finished build: the tree and function it was made for, and the callers tree."""
 
 
 def build(tree: CallNode, key: NodeKey) -> Built:
-    started = time.perf_counter()
-    result = callers_tree(tree, key)
-    return tree, key, result, time.perf_counter() - started
+    return tree, key, callers_tree(tree, key)
 
 
 class CallersView(CallTreeView):
@@ -32,8 +29,6 @@ class CallersView(CallTreeView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.open_depth = 3
-        self.last_cost_s = 0.0
-        self.updating = False
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
         self._builds: Background[Built] | None = None
@@ -49,16 +44,10 @@ class CallersView(CallTreeView):
         tree: CallNode,
         key: NodeKey | None,
         match: Match | None,
-        show_source: bool,
-        expected: int | None = None,
+        show_lines: bool,
     ) -> None:
-        """Show the callers of ``key`` in ``tree`` (now, or when the worker is done).
-
-        ``expected`` (the function's total samples) is not needed: the callers
-        are computed on the tree's arrays in a few passes, not by a walk that
-        could stop early. It is ignored.
-        """
-        self.set_options(match=match, show_source=show_source)
+        """Show the callers of ``key`` in ``tree`` (now, or when the worker is done)."""
+        self.set_options(match=match, show_lines=show_lines)
         self._wanted = key
         if key is None:
             self.set_placeholder("select a function in another view first (Tab, 1-4)")
@@ -72,19 +61,15 @@ class CallersView(CallTreeView):
         result = self.builds.submit(job, lambda: build(tree, key), self._apply)
         if result is not None:
             self._apply(result)
-        else:
-            self.updating = True
 
     def on_unmount(self) -> None:
         if self._builds is not None:
             self._builds.close()
 
     def _apply(self, built: Built) -> None:
-        tree, key, result, cost = built
-        self.last_cost_s = cost
+        tree, key, result = built
         if key != self._wanted:
             return
-        self.updating = False
         self._built_for = (tree, key)
         self.set_placeholder(f"no samples of {key[0]}")
         if result.children and (self.cursor_path is None or self.cursor_path[0] != key):

@@ -77,7 +77,7 @@ class CallTreeView(RowsView):
         self._root_path: NodePath = ()
         self._follow: NodeKey | None = None  # a function to select at the next set_tree
         self.match: Match | None = None
-        self.show_source = False
+        self.show_lines = False
         self.open_depth = 1
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
@@ -123,10 +123,10 @@ class CallTreeView(RowsView):
                 self._open_to(self._root_path + found)
         self._rebuild()
 
-    def set_options(self, *, match: Match | None, show_source: bool) -> None:
+    def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         """Search highlighting and the file:line column."""
-        if match is not self.match or show_source != self.show_source:
-            self.match, self.show_source = match, show_source
+        if match is not self.match or show_lines != self.show_lines:
+            self.match, self.show_lines = match, show_lines
             self.redraw()
 
     def selected_key(self) -> NodeKey | None:
@@ -275,6 +275,6 @@ class CallTreeView(RowsView):
         label = Line().add("  " * row.depth + marker).add(node.label, label_style)
         if node.inlined:
             label.add(" (inlined)", self.style_of("rows--source"))
-        if self.show_source and node.source:
+        if self.show_lines and node.source:
             label.add(f"  {node.source}", self.style_of("rows--source"))
         return label

@@ -4,7 +4,8 @@ The layout (``model.flame.flame_rows``) is recomputed when the tree, the zoom
 or the width changes (the last few zooms of a tree are kept: zooming back out
 costs nothing); ``render_line`` only paints the spans of one row.
 Boxes are colored by kind (user code by module, kernel, inlined, unknown);
-arrows move between boxes, ``Enter`` asks the app to zoom.
+arrows move between boxes (down: the widest callee), PgUp/PgDn a page of
+levels, Home/End to the root / the deepest frame; ``Enter`` asks the app to zoom.
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ class FlameView(CachedLinesView, can_focus=True):
         Binding("down,j", "child", "Child", show=False),
         Binding("left,h", "sibling(-1)", "Left", show=False),
         Binding("right,l", "sibling(1)", "Right", show=False),
-        Binding("home", "top", "Top", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "Root", show=False),
+        Binding("end", "last", "Deepest", show=False),
         Binding("enter", "activate", "Zoom"),
     ]
 
@@ -186,26 +190,52 @@ class FlameView(CachedLinesView, can_focus=True):
         elif depth >= top + height:
             self.scroll_to_line(depth - height + 1)
 
+    def _up(self, levels: int) -> None:
+        """Select the caller ``levels`` levels up (at most the root)."""
+        keep = max(len(self._root_path), len(self.selected) - levels)
+        if keep < len(self.selected):
+            self.select(self.selected[:keep])
+
+    def _down(self, levels: int) -> None:
+        """Select the widest callee, and its widest callee, ``levels`` levels
+        down (or as deep as the boxes go)."""
+        path = self.selected
+        found = span_at(self._rows, path)
+        depth = found[0] if found is not None else len(self._rows)
+        for row in self._rows[depth + 1 : depth + 1 + levels]:
+            below = next((s.path for s in row if s.path[:-1] == path), None)  # widest first
+            if below is None:
+                break
+            path = below
+        if path != self.selected:
+            self.select(path)
+
+    def _page(self) -> int:
+        return max(1, self.content_size.height - 1)
+
     def action_parent(self) -> None:
-        if len(self.selected) > len(self._root_path):
-            self.select(self.selected[:-1])
+        self._up(1)
 
     def action_child(self) -> None:
-        found = span_at(self._rows, self.selected)
-        if found is None or found[0] + 1 >= len(self._rows):
-            return
-        below = [s for s in self._rows[found[0] + 1] if s.path[:-1] == self.selected]
-        if below:
-            self.select(below[0].path)
+        self._down(1)
+
+    def action_page_up(self) -> None:
+        self._up(self._page())
+
+    def action_page_down(self) -> None:
+        self._down(self._page())
+
+    def action_first(self) -> None:
+        self.select(self._root_path)
+
+    def action_last(self) -> None:
+        self._down(MAX_DEPTH)
 
     def action_sibling(self, step: int) -> None:
         found = span_at(self._rows, self.selected)
         if found is not None:
             row = self._rows[found[0]]
             self.select(row[max(0, min(len(row) - 1, found[1] + step))].path)
-
-    def action_top(self) -> None:
-        self.select(self._root_path)
 
     def action_activate(self) -> None:
         self.post_message(self.Activated(self.selected))

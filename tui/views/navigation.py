@@ -1,4 +1,5 @@
-"""Helpers shared by the app's views: names, the tab/breadcrumb line, search jumps."""
+"""Helpers shared by the app's views: their ids and titles, the tab/breadcrumb
+line, search jumps, and the call tree's Δ columns against a baseline."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from bpftop.tui.model.views import Match, NodePath
 from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
-from bpftop.tui.views.top import HotTable
+from bpftop.tui.views.top import TopView
 from bpftop.tui.widgets.line import Line
 
 CRUMBS = 4
@@ -37,11 +38,11 @@ TITLES = {
 
 
 def breadcrumb_text(
-    names: Sequence[str], current: int, state: ViewState, tree: CallNode, show_source: bool
+    names: Sequence[str], current: int, state: ViewState, tree: CallNode, show_lines: bool
 ) -> Text:
     """``1 Top  2 Tree ...  │ all › proc › main  │ /regex/ filter``."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    busy = bool(state.zoom or state.pattern or show_source or state.baseline)
+    busy = bool(state.zoom or state.pattern or show_lines or state.baseline)
     busy = busy or state.frames != "all"
     for n, name in enumerate(names):
         if n == current:
@@ -65,7 +66,7 @@ def breadcrumb_text(
     if state.frames != "all":
         text.append("  │ ", "dim")
         text.append(f"{state.frames} frames only", "bold cyan")
-    if show_source:
+    if show_lines:
         text.append("  │ file:line", "dim")
     return text
 
@@ -78,10 +79,10 @@ def _cycle(paths: Sequence[NodePath], current: NodePath | None, step: int) -> No
     return paths[0] if step > 0 else paths[-1]
 
 
-def jump_to_match(widget: HotTable | CallTreeView | FlameView, match: Match, step: int) -> bool:
+def jump_to_match(widget: TopView | CallTreeView | FlameView, match: Match, step: int) -> bool:
     """Select the next (``step`` 1) or previous (-1) match in one view."""
-    if isinstance(widget, HotTable):
-        return _jump_table(widget, match, step)
+    if isinstance(widget, TopView):
+        return _jump_top(widget, match, step)
     if isinstance(widget, FlameView):
         found = _cycle(widget.matching_paths(), widget.selected, step)
         return found is not None and widget.select(found)
@@ -95,13 +96,13 @@ def jump_to_match(widget: HotTable | CallTreeView | FlameView, match: Match, ste
     return found is not None and widget.reveal(root + found)
 
 
-def _jump_table(table: HotTable, match: Match, step: int) -> bool:
+def _jump_top(table: TopView, match: Match, step: int) -> bool:
     hits = [
         i for i, fn in enumerate(table.ordered) if match(CallNode(fn.label, fn.module, fn.kernel))
     ]
     if not hits:
         return False
-    here = table.cursor_row
+    here = table.cursor
     if step > 0:
         target = next((i for i in hits if i > here), hits[0])
     else:

@@ -1,4 +1,4 @@
-"""The top-functions table: a Line-API list of at most ``MAX_ROWS`` functions.
+"""The Top view: the top functions, a Line-API table of at most ``MAX_ROWS`` rows.
 
 Sortable by any column (``s`` next column, ``S`` reverse, or a click on the
 header); each row carries a trend marker against the previous tick's self
@@ -46,21 +46,21 @@ def format_amount(count: int, unit: str) -> str:
     return f"{count} ns"
 
 
-class HotTable(RowsView):
+class TopView(RowsView):
     """Functions by the chosen column."""
 
     header_lines = 1
-    header_component = "hot--header"
+    header_component = "top--header"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "next_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse", show=False),
     ]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"hot--header"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"top--header"}
 
     DEFAULT_CSS = """
-    HotTable > .hot--header { color: $text-accent; text-style: bold; background: $panel; }
+    TopView > .top--header { color: $text-accent; text-style: bold; background: $panel; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -76,13 +76,15 @@ class HotTable(RowsView):
         self.sort_column = "self"
         self.descending = True
         self.match: Match | None = None
-        self.show_source = False
+        self.show_lines = False
         self.baseline: Baseline | None = None
         self.unit = ""  # "ns": a time probe (uretprobe latency, offcpu)
 
     # -- data -----------------------------------------------------------------
     @property
-    def shown(self) -> tuple[HotFunction, ...]:
+    def functions(self) -> tuple[HotFunction, ...]:
+        """The functions of the last update, every tick (the rows are made of
+        them only while the view is shown)."""
         return self._hot
 
     @property
@@ -94,12 +96,7 @@ class HotTable(RowsView):
     def row_count(self) -> int:
         return len(self._rows)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        titles = (*(title for title, _ in COLUMNS), "")
-        return titles + tuple(t for t, _ in DELTA_COLUMNS) if self.baseline else titles
-
-    def update_hot(
+    def update_functions(
         self, hot: tuple[HotFunction, ...], total: int, *, fill: bool = True, unit: str = ""
     ) -> None:
         """New data (trends tracked every tick); re-sorted only when ``fill``.
@@ -123,9 +120,9 @@ class HotTable(RowsView):
             if key != self.selected_key() and any(fn_key(fn) == key for fn in self._rows):
                 self.move_cursor(self._index_of(key))
 
-    def set_options(self, *, match: Match | None, show_source: bool) -> None:
-        if match is not self.match or show_source != self.show_source:
-            self.match, self.show_source = match, show_source
+    def set_options(self, *, match: Match | None, show_lines: bool) -> None:
+        if match is not self.match or show_lines != self.show_lines:
+            self.match, self.show_lines = match, show_lines
             self.redraw()
 
     def set_baseline(self, baseline: Baseline | None) -> None:
@@ -144,10 +141,6 @@ class HotTable(RowsView):
         return next((i for i, fn in enumerate(self._rows) if fn_key(fn) == key), 0)
 
     # -- selection ------------------------------------------------------------
-    @property
-    def cursor_row(self) -> int:
-        return self._cursor
-
     def cursor_moved(self) -> None:
         self._selected = fn_key(self._rows[self._cursor])
 
@@ -177,14 +170,14 @@ class HotTable(RowsView):
         if offset is None or offset.y != 0:
             return
         x = offset.x
-        for column, (start, width) in zip(HOT_COLUMNS, self._layout(), strict=False):
+        for column, (start, width) in zip(HOT_COLUMNS, self.column_spans(), strict=False):
             if start <= x < start + width:
                 self.sort_by(column)
                 return
 
     # -- drawing --------------------------------------------------------------
-    def _layout(self) -> list[tuple[int, int]]:
-        """(start, width) of each column, the function column taking what is left."""
+    def column_spans(self) -> list[tuple[int, int]]:
+        """(start, width) of each column in cells, the function column taking what is left."""
         width = self.scrollable_content_region.width
         module = 32 if width >= 140 else 18
         widths = [w for _, w in COLUMNS[:3]]
@@ -211,17 +204,13 @@ class HotTable(RowsView):
         titles += ["", *(t for t, _ in DELTA_COLUMNS)] if self.baseline else [""]
         return self._join([Line().add(t) for t in titles], numeric=3)
 
-    def row_texts(self, index: int) -> tuple[str, ...]:
-        """Row ``index``'s cells as plain text (for tests and search)."""
-        return tuple(cell.plain for cell in self._cells(self._rows[index]))
-
     def row_line(self, index: int, width: int) -> Line:
         return self._join(self._cells(self._rows[index]), numeric=3)
 
     def _join(self, cells: list[Line], numeric: int) -> Line:
         """Cells in their columns: numbers (and the Δ columns) right-aligned."""
         line = Line()
-        for i, (cell, (_, width)) in enumerate(zip(cells, self._layout(), strict=False)):
+        for i, (cell, (_, width)) in enumerate(zip(cells, self.column_spans(), strict=False)):
             if i:
                 line.add(" ")
             if (i < numeric or i >= len(COLUMNS) + 1) and cell.cells < width:
@@ -237,7 +226,7 @@ class HotTable(RowsView):
             matched = self.highlight_of("rows--match")
             style = style + matched if style is not None else matched
         label = Line().add(fn.label, style)
-        if self.show_source and fn.source:
+        if self.show_lines and fn.source:
             label.add(f"  {fn.source}", self.style_of("rows--source"))
         marker = self._trends.get(fn_key(fn), " ")
         cells = [

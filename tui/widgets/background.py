@@ -33,7 +33,6 @@ class Background(Generic[T]):
     def __init__(self, app: App[None], name: str, sync_wait_s: float = SYNC_WAIT_S) -> None:
         self.app = app
         self.sync_wait_s = sync_wait_s
-        self.async_jobs = 0  # jobs that outlived the synchronous wait (for tests)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bpftop-{name}")
         self._running: Hashable | None = None
         self._app_thread = threading.get_ident()
@@ -55,7 +54,6 @@ class Background(Generic[T]):
             with contextlib.suppress(FutureTimeout):
                 return future.result(timeout=self.sync_wait_s)
         self._running = key
-        self.async_jobs += 1
         future.add_done_callback(lambda done: self._from_worker(done, on_done))
         return None
 

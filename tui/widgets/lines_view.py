@@ -1,6 +1,6 @@
 """A Line-API view that draws each line once until its content changes.
 
-The call tree, the top table, the flame graph and the diagnostics page are
+The call tree, the Top view, the flame graph and the diagnostics page are
 all lists of lines; this class keeps what was drawn, scrolls without
 scrollbars (a range under the view says where you are) and knows the size a
 hidden view will have, so a view switch lays out and draws once.

@@ -1,4 +1,4 @@
-"""A Line-API list of rows with a cursor: what the call tree and the top table share.
+"""A Line-API list of rows with a cursor: what the call tree and the Top view share.
 
 Subclasses say how many rows there are and draw one row; this class keeps
 the cursor in range and in view, scrolls, and binds the movement keys. Rows
