@@ -29,13 +29,9 @@ from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import (
-    CollectionCounters,
-    OverheadMeter,
-    ProcessWatch,
-    ThreadNames,
-)
+from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     ProcessLabels,
