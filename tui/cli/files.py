@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
+from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import LoadedTree, load_tree, read_saved, write_saved
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree
@@ -93,8 +94,6 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
 
 def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
     """The call tree (or with ``stacks`` every stack) of a saved profile."""
-    from bpftop.tui.cli.main import tune_gc
-
     tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
     loaded = read_saved(path) if stacks else load_tree(path)
     if loaded.skipped:

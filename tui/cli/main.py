@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import os
 import signal
 import sys
@@ -25,6 +24,7 @@ from bpftop.bpf.environment import check_privileges, import_bcc
 from bpftop.bpf.errors import BpftopError, NoSuchProcessError, OutputError, UsageError
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
+from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.targets import launch_held
 from bpftop.tui.formats.kinds import FORMATS
@@ -193,28 +193,6 @@ def _check(args: argparse.Namespace) -> CpuSampler | None:
     check_privileges()
     import_bcc()
     return sampler
-
-
-GC_THRESHOLDS = (700, 10, 1_000)
-
-
-def tune_gc() -> None:
-    """Keep the cyclic garbage collector's pauses short.
-
-    The profile lives in numpy arrays, but the remembered stacks and their
-    frames are many small objects, and full collections over them paused
-    ticks for up to seconds (bench.tui_bench without this: key p99 1.7 s).
-    What exists now is never scanned again (``gc.freeze``) and full
-    collections are rare (1,000 older-generation ones apart). The young
-    generations keep Python's default sizes: the GC's CPU per tick is the
-    same (~1 ms a tick in bench.tui_bench) at any young threshold, but a
-    young collection every 20,000 objects paused a key press or a tick for
-    up to 16 ms, and every 5,000 let one middle-generation collection take
-    105 ms; at 700 and 10, pauses stay under ~5 ms.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: float) -> Collector:
