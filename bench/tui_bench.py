@@ -40,9 +40,9 @@ import psutil
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from bpftop.tui.model.timemode import TimedProfile, TimeMode, TimeSetting
+from tests.tui.fake_source import FakeSource
 
 DISTINCT = 50_000
 PER_TICK = 5_000

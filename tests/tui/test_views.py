@@ -8,10 +8,10 @@ from pathlib import Path
 
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
-from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.threads import ThreadsView
 from tests.tui.demo_fixture import demo_snapshot
+from tests.tui.fake_source import FakeSource
 
 from .helpers import BASE, crumbs, header, notifications, snapshot_of, tree_labels, tree_line
 
