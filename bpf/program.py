@@ -120,7 +120,8 @@ class CpuSampler:
         return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
     def load(self) -> None:
-        """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
+        """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
+        first data), then attach. Raises BpfLoadError."""
         bcc = import_bcc()
         headers = choose_headers()
         self.header_note = headers.note
