@@ -17,6 +17,7 @@ from bpftop.bpf.errors import BpftopError, OutputError, UsageError
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
 
@@ -33,21 +34,8 @@ def run_record(args: argparse.Namespace) -> int:
     tune_gc()
     errors: list[BpftopError] = []
     done = threading.Event()
-    sampling_since: list[float] = []  # -d counts from the first sample, not from launch
-    started_ns: list[int] = []
-
-    def on_snapshot(snap: Snapshot) -> None:
-        if snap.phase is Phase.SAMPLING and not sampling_since:
-            sampling_since.append(time.monotonic())
-            started_ns.append(time.time_ns())
-
     on_signals(done.set)
-    collector.start(on_snapshot, on_error=errors.append)
-    while not done.is_set() and not collector.finished.is_set():
-        recorded_s = time.monotonic() - sampling_since[0] if sampling_since else 0.0
-        if args.duration is not None and recorded_s >= args.duration:
-            break
-        done.wait(0.05)
+    started_ns = _sample(collector, args.duration, done, errors)
     collector.stop()
     end_launched(args)
     if errors:
@@ -56,13 +44,36 @@ def run_record(args: argparse.Namespace) -> int:
     assert snap is not None  # the collector posts before it does anything else
     end_ns = time.time_ns()
     meta = snapshot_meta(
-        snap, frequency_hz=args.frequency, start_ns=started_ns[0] if started_ns else end_ns,
+        snap, frequency_hz=args.frequency, start_ns=end_ns if started_ns is None else started_ns,
         end_ns=end_ns, version=VERSION,
     )  # fmt: skip
     from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
     save_recording(snap, meta, args.output, args.format)
     return 0
+
+
+def _sample(
+    collector: Collector, duration_s: float | None, done: threading.Event, errors: list[BpftopError]
+) -> int | None:
+    """Start ``collector`` and wait until ``done`` is set, collection ends, or
+    ``duration_s`` of sampling have passed; when sampling began (wall-clock
+    ns), None if it never did. Errors are appended to ``errors``."""
+    sampling_since: list[float] = []  # -d counts from the first sample, not from launch
+    started_ns: list[int] = []
+
+    def on_snapshot(snap: Snapshot) -> None:
+        if snap.phase is Phase.SAMPLING and not sampling_since:
+            sampling_since.append(time.monotonic())
+            started_ns.append(time.time_ns())
+
+    collector.start(on_snapshot, on_error=errors.append)
+    while not done.is_set() and not collector.finished.is_set():
+        recorded_s = time.monotonic() - sampling_since[0] if sampling_since else 0.0
+        if duration_s is not None and recorded_s >= duration_s:
+            break
+        done.wait(0.05)
+    return started_ns[0] if started_ns else None
 
 
 def _check_writable(path: Path) -> None:
