@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from bpftop.tui.cli.files import saved_snapshot
-from bpftop.tui.cli.main import tune_gc
+from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.formats.profile_io import load_tree, read_saved, write_saved
 from bpftop.tui.model.snapshot import CallNode
 

@@ -1,4 +1,4 @@
-"""Symbolization benchmark: prints the numbers issue 3 asks for.
+"""Symbolization benchmark: lookup rates, index build and load times, index memory.
 
     .venv/bin/python -m bench.symbols_bench
 

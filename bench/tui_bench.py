@@ -39,10 +39,10 @@ import psutil
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.cli.main import tune_gc
-from bpftop.tui.collect.snapshot_source import FakeSource
+from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from bpftop.tui.model.timemode import TimedProfile, TimeMode, TimeSetting
+from tests.tui.fake_source import FakeSource
 
 DISTINCT = 50_000
 PER_TICK = 5_000
@@ -232,7 +232,7 @@ def main() -> int:
     parser.add_argument("--per-tick", type=int, default=PER_TICK, help="stack samples per tick")
     parser.add_argument("--minutes", type=int, default=30, help="simulated minutes for memory")
     parser.add_argument("--modes", default="cumulative,window,decay", help="modes for memory")
-    parser.add_argument("--gc-tune", action="store_true", help="as bpftop runs: cli.tune_gc()")
+    parser.add_argument("--gc-tune", action="store_true", help="as bpftop runs: tune_gc()")
     args = parser.parse_args()
     Ticker.per_tick = args.per_tick
     asyncio.run(measure_floor())

@@ -1,4 +1,4 @@
-"""Unwind-table benchmark: build and load times issue 7 asks for.
+"""Unwind-table benchmark: how long a file's unwind table takes to build, and to load.
 
     .venv/bin/python -m bench.unwind_bench
 

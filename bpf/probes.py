@@ -25,8 +25,6 @@ from enum import StrEnum
 
 from bpftop.bpf.errors import UsageError
 
-DEFAULT_SPEC = "profile:hz:99"
-
 
 class ProbeKind(StrEnum):
     PROFILE = "profile"

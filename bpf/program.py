@@ -65,7 +65,6 @@ class CpuSampler:
             raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
         self.unwind = unwind
         self.unwinder: Unwinder | None = None  # the .eh_frame walker, once loaded
-        self.sample_hz = sample_hz
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
         self.follow_children = follow_children
@@ -121,7 +120,8 @@ class CpuSampler:
         return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
     def load(self) -> None:
-        """Compile and load (slow: ~3 s), then attach. Raises BpfLoadError."""
+        """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
+        first data), then attach. Raises BpfLoadError."""
         bcc = import_bcc()
         headers = choose_headers()
         self.header_note = headers.note
@@ -178,11 +178,6 @@ class CpuSampler:
         self._pids = tuple(p for p in self._pids if p != pid)
         with contextlib.suppress(KeyError):
             del self._bpf[b"targets"][ct.c_uint32(pid)]
-
-    def add_target(self, pid: int) -> None:
-        if pid not in self._pids:
-            self._pids += (pid,)
-        self._bpf[b"targets"][ct.c_uint32(pid)] = ct.c_uint8(1)
 
     @property
     def any_process(self) -> bool:

@@ -69,7 +69,3 @@ class RawTick:
     @property
     def total_samples(self) -> int:
         return sum(s.count for s in self.samples)
-
-    @property
-    def total_weight_ns(self) -> int:
-        return sum(s.weight_ns for s in self.samples)

@@ -1,4 +1,6 @@
-/* In-kernel unwinding of user stacks from .eh_frame tables (issue 7).
+/* In-kernel unwinding of user stacks from .eh_frame tables
+ * (tests/bpf/test_unwind.py checks its stacks against perf's;
+ * bench/unwind_cost.py measures its cost per sample).
  *
  * Appended to bpftop.bpf.c by program.py (BCC rewrites map calls only in its
  * main file), so its maps, add_count() and struct sample_key are in scope;
@@ -6,13 +8,15 @@
  * calls unwind_user_stack(): unless the mode is "fp", it stores the sample's
  * key and the user registers in a per-CPU scratch slot and tail-calls
  * unwind_walk, which walks UNWIND_FRAMES_PER_CALL frames and tail-calls
- * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain loop
- * stops verifying at ~60 frames; bpf_loop is unusable from BCC 0.26: DESIGN
- * §5c). The walked return addresses go into a deduplicating stack store
- * (ustacks0/1, one per generation like stacks0/1) under an id of 30 hash bits
- * plus WALKER_ID_BIT (so the drain tells them from get_stackid's ids); the full hash is kept in the entry, so a collision is
- * counted as an error (-EEXIST), never misattributed. Only return addresses
- * leave the kernel: no stack memory.
+ * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain bounded
+ * loop costs ~13k verified instructions per frame, so it hits the verifier's
+ * 1M-instruction limit at ~60 frames; bpf_loop is unusable from BCC 0.26,
+ * which emits its callback as a plain 0). The walked return addresses go into
+ * a deduplicating stack store (ustacks0/1, one per generation like
+ * stacks0/1) under an id of 30 hash bits plus WALKER_ID_BIT (so the drain
+ * tells them from get_stackid's ids); the full hash is kept in the entry, so
+ * a collision is counted as an error (-EEXIST), never misattributed. Only
+ * return addresses leave the kernel: no stack memory.
  *
  * Per frame: find the process's mapping of the pc (unwind_procs[tgid],
  * sorted; the previous frame's when it still holds the pc, else a binary
@@ -119,12 +123,14 @@ BPF_F_TABLE("hash", u32, struct ustack, ustacks0, STACK_STORAGE_SIZE, BPF_F_NO_P
 BPF_F_TABLE("hash", u32, struct ustack, ustacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_PROG_ARRAY(unwind_progs, 1);
 
-/* Keeps clang from dropping a bound the verifier needs (DESIGN §5c). */
+/* Keeps clang from dropping a bound the verifier needs (it may drop an
+ * `i & 127` bound on an index; an empty asm barrier on the index keeps it). */
 #define UNWIND_BARRIER(x) asm volatile("" : "+r"(x))
 
 /* 1 when a <= b, without a branch (user addresses are below 2^63): the
  * searches below are branch-free, so the verifier sees one path per frame
- * instead of one per outcome of every comparison (DESIGN §5c). */
+ * instead of one per outcome of every comparison: that is what lets
+ * UNWIND_FRAMES_PER_CALL frames per tail call verify. */
 static __always_inline u64 unwind_le(u64 a, u64 b) {
     u64 take = 1 - ((b - a) >> 63);
     UNWIND_BARRIER(take);

@@ -81,7 +81,6 @@ class Unwinder:
         self._slots: dict[str, TableSlot] = {}
         self._next_row = 0
         self.capacity_rows = int(self._rows.max_entries)
-        self.full_tables = 0
         self._closed = False
         walker = bpf.load_func(b"unwind_walk", program_type)
         bpf[b"unwind_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
@@ -103,7 +102,6 @@ class Unwinder:
             if found is not None or self._closed:
                 return found
             if not rows or self._next_row + rows > self.capacity_rows:
-                self.full_tables += bool(rows)
                 return None
             data = packed[: rows * ROW_SIZE]
             slot = TableSlot(self._next_row, rows, *self._place_index(row_index(data)))

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.collect.snapshot_source import FakeSource
 from tests.tui.demo_fixture import (
     BASELINE_AFTER,
     BASELINE_KEYS,
@@ -20,6 +19,7 @@ from tests.tui.demo_fixture import (
     VIEW_KEYS,
     demo_snapshot,
 )
+from tests.tui.fake_source import FakeSource
 
 ROOT = Path(__file__).resolve().parent.parent
 

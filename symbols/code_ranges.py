@@ -2,8 +2,8 @@
 
 Owns :class:`CodeRange` and :func:`code_ranges`: what the in-kernel unwinder
 needs to find a table for an address (``vaddr = address - bias``). The bias
-follows DESIGN §5c: mapping start - (p_vaddr + mapping offset - p_offset), of
-the PT_LOAD segment holding the mapping's file offset. Files are opened
+is mapping start - (p_vaddr + mapping offset - p_offset), of the PT_LOAD
+segment holding the mapping's file offset. Files are opened
 through /proc/PID/map_files/<range> (deleted files, other mount namespaces),
 falling back to /proc/PID/root/<path>. Program headers are read with
 ``struct`` (no pyelftools: this runs every time the maps change). Nothing

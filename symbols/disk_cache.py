@@ -4,10 +4,11 @@ Owns :class:`DiskCache` and :func:`read_build_id`. Parsing libc with its debug
 file takes tens of milliseconds and python3.11 more; a later run of bpftop
 loads the same indexes from ``/var/cache/bpftop/symbols/<build-id>-<size>.idx``
 (configurable; ``BPFTOP_SYMBOL_CACHE_DIR``, empty to turn it off) in about a
-millisecond each. The build-id is read straight from the PT_NOTE program
-headers, without pyelftools, so a hit costs a few small reads. The file's size
-is part of the key because a build-id names the code, not the symbols: a
-stripped copy has the same build-id as the original, but another size.
+millisecond each (``bench/symbols_bench.py`` times both). The build-id is
+read straight from the PT_NOTE program headers, without pyelftools, so a hit
+costs a few small reads. The file's size is part of the key because a
+build-id names the code, not the symbols: a stripped copy has the same
+build-id as the original, but another size.
 
 Entries are ``marshal`` data (plain lists of ints and strings: loading them
 runs no code) checked field by field; a broken entry is removed and the file

@@ -3,7 +3,9 @@
 Owns :class:`ElfIndex` (built once per file with pyelftools; looked up with
 ``bisect``) and :class:`ElfError` (what a broken or unreadable file becomes).
 Maps a file offset to an ELF virtual address through the PT_LOAD segment that
-contains it (DESIGN §5) and an ELF virtual address to ``(function, offset)``.
+contains it (``file_offset - p_offset + p_vaddr``: one rule for PIE and
+non-PIE executables and shared libraries alike) and an ELF virtual address to
+``(function, offset)``.
 Symbols come from ``.symtab``, or ``.dynsym`` when ``.symtab`` is missing or
 holds no functions, merged with MiniDebugInfo (``.gnu_debugdata``, an
 xz-compressed ELF holding a ``.symtab``) when present. The build-id and the

@@ -1,8 +1,9 @@
 """Parsing /proc/PID/maps and finding the mapping that holds an address.
 
 Owns :class:`MapEntry` (one line of the maps file), :class:`ProcessMaps`
-(a sorted, bisectable set of them) and the first normalization step of
-DESIGN §5: ``file_offset = addr - start + offset``.
+(a sorted, bisectable set of them) and the first step from an address to a
+symbol: ``file_offset = addr - start + offset`` (:mod:`bpftop.symbols.elf`
+takes the file offset on to an ELF virtual address).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class MapEntry:
         return self.start <= addr < self.end
 
     def file_offset(self, addr: Address) -> FileOffset:
-        """Where ``addr`` lies in the mapped file (DESIGN §5)."""
+        """Where ``addr`` lies in the mapped file: ``addr - start + offset``."""
         return FileOffset(addr - self.start + self.offset)
 
 

@@ -98,10 +98,6 @@ class ProcessSymbolizer:
         """(pid, start time): what tells this process from a recycled pid."""
         return self.pid, self.start_time
 
-    def is_current(self) -> bool:
-        """True while the pid still names this very process."""
-        return not self.gone and read_start_time(self.pid, self._proc_root) == self.start_time
-
     def symbolize(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
         """Frames for a stack given innermost first, in the same order.
 

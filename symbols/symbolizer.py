@@ -142,11 +142,6 @@ class Symbolizer:
             self._kernel = KernelSymbols.load(self._kallsyms_path)
         return self._kernel
 
-    @property
-    def kernel_hidden(self) -> bool:
-        """True when kernel symbols are hidden (kptr_restrict) or unreadable."""
-        return self.kernel_symbols.hidden
-
     def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
         """Frames for a kernel stack (innermost first, same order)."""
         return tuple(self._kernel_frame(addr, i == 0) for i, addr in enumerate(addrs))

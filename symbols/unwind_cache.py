@@ -2,7 +2,8 @@
 
 Owns :class:`UnwindCache` and :func:`unwind_cache_dir`. Building the table of
 python3.11 takes seconds (pyelftools); a later run loads it from
-``<symbol cache dir>/unwind/<build-id>-<size>.unw`` in milliseconds. The key
+``<symbol cache dir>/unwind/<build-id>-<size>.unw`` in milliseconds
+(``bench/unwind_bench.py`` times both). The key
 is the one :mod:`bpftop.symbols.disk_cache` uses: the build-id names the code,
 the size tells a stripped copy from the original. Entries are ``marshal``
 data (a dict of ints, strings and one bytes blob: loading runs no code),

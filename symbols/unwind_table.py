@@ -15,12 +15,14 @@ are marked, so the walker stops cleanly there instead of guessing:
 - ``SIGNAL``: a signal trampoline (``__restore_rt``, CIE augmentation 'S'):
   the interrupted registers are in the ``ucontext`` at rsp.
 
-Decoding follows DESIGN §5b/§5c: FDE by FDE, surviving a failing one,
-dropping ``DW_CFA_GNU_args_size`` when pyelftools cannot decode it, clipping
-rows to the FDE's range and closing each FDE with a ``GAP`` row. Pure
-Python; nothing here imports ``bpftop.bpf``. Slow (about a second for libc):
-build it off the tick path and keep it in
-:class:`~bpftop.symbols.unwind_cache.UnwindCache`.
+Decoding goes FDE by FDE and survives a failing one. pyelftools 0.33's
+``get_decoded()`` raises on ``DW_CFA_GNU_args_size`` (one libc FDE uses it),
+so that instruction is dropped and the FDE decoded again (it only matters for
+argument-size bookkeeping). Its decoded table can hold rows past the FDE's
+end, so rows are clipped to the FDE's range, and each FDE is closed with a
+``GAP`` row. Pure Python; nothing here imports ``bpftop.bpf``. Slow (about a
+second for libc; ``bench/unwind_bench.py`` times the cold builds): build it
+off the tick path and keep it in :class:`~bpftop.symbols.unwind_cache.UnwindCache`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The .eh_frame walker against the real kernel: programs without frame
-pointers get complete stacks (issue 7). Through ``bpftop record``, so the CLI,
+pointers get complete stacks. Through ``bpftop record``, so the CLI,
 the collector, the table feed and the walker are all exercised."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.cli import files
 from bpftop.tui.cli.files import save_recording
-from bpftop.tui.cli.main import _check_writable
+from bpftop.tui.cli.record import _check_writable
 from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Snapshot

@@ -82,7 +82,7 @@ def test_symbolizer_kernel_frames_return_address_rule(tmp_path) -> None:
     frames = sym.kernel_frames([0xFFFFFFFF81001000, 0xFFFFFFFF81001080, 0xFFFFFFFF81001090])
     assert [f.function for f in frames] == ["do_one", "do_one", "helper_two"]
     assert [f.offset for f in frames] == [0, 0x80, 0x10]
-    assert not sym.kernel_hidden
+    assert not sym.kernel_symbols.hidden
     path.write_text(HIDDEN)  # loaded once: a later change is not seen
     assert sym.kernel_frames([0xFFFFFFFF81001000])[0].function == "do_one"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from bpftop.bpf.errors import BpftopError, PermissionsError
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
-from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.snapshot import Phase
+from tests.tui.fake_source import FakeSource
 
 from .helpers import (
     BASE,

@@ -22,7 +22,7 @@ from bpftop.tui.app.keys import (
     keys_text,
     markdown_table,
 )
-from bpftop.tui.collect.snapshot_source import FakeSource
+from tests.tui.fake_source import FakeSource
 
 from .helpers import BASE, snapshot_of
 

@@ -12,7 +12,7 @@ from textual.widgets import Input, OptionList, Static
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.probe_dialog import ProbeDialog
 from bpftop.tui.collect.probe_complete import ProbeCompleter
-from bpftop.tui.collect.snapshot_source import FakeSource
+from tests.tui.fake_source import FakeSource
 
 from .helpers import BASE, header, snapshot_of
 

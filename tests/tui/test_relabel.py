@@ -1,10 +1,10 @@
-"""Frame names for --offsets and --mangled (the collector relabels each
+"""Frame names for --offsets and --mangled (the collector's stack cache relabels each
 distinct stack once)."""
 
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.tui.collect.collector import _relabel
+from bpftop.tui.collect.stacks import relabel
 
 CXX = Frame("ns::f(int)", "/bin/app", 0x1F, mangled="_ZN2ns1fEi")
 KERNEL = Frame("do_syscall_64", "[kernel]", 0x5A, kernel=True)
@@ -12,18 +12,18 @@ UNKNOWN = Frame(None, "/lib/libz.so.1", 0x1A2B, reason=Unresolved.NO_SYMBOLS)
 
 
 def test_offsets_name_every_named_frame_with_its_offset() -> None:
-    assert _relabel(CXX, offsets=True, mangled=False).label == "ns::f(int)+0x1f"
-    assert _relabel(KERNEL, offsets=True, mangled=False).label == "do_syscall_64+0x5a"
-    assert _relabel(KERNEL, offsets=True, mangled=False).kernel
+    assert relabel(CXX, offsets=True, mangled=False).label == "ns::f(int)+0x1f"
+    assert relabel(KERNEL, offsets=True, mangled=False).label == "do_syscall_64+0x5a"
+    assert relabel(KERNEL, offsets=True, mangled=False).kernel
 
 
 def test_mangled_keeps_the_symbol_table_spelling() -> None:
-    assert _relabel(CXX, offsets=False, mangled=True).label == "_ZN2ns1fEi"
-    assert _relabel(CXX, offsets=True, mangled=True).label == "_ZN2ns1fEi+0x1f"
-    assert _relabel(KERNEL, offsets=False, mangled=True).label == "do_syscall_64"
+    assert relabel(CXX, offsets=False, mangled=True).label == "_ZN2ns1fEi"
+    assert relabel(CXX, offsets=True, mangled=True).label == "_ZN2ns1fEi+0x1f"
+    assert relabel(KERNEL, offsets=False, mangled=True).label == "do_syscall_64"
 
 
 def test_unnamed_frames_keep_module_and_offset() -> None:
     for offsets, mangled in ((True, False), (False, True), (True, True)):
-        assert _relabel(UNKNOWN, offsets, mangled) == UNKNOWN
+        assert relabel(UNKNOWN, offsets, mangled) == UNKNOWN
         assert UNKNOWN.label == "libz.so.1+0x1a2b"

@@ -7,9 +7,9 @@ from textual.events import MouseScrollDown, MouseScrollUp
 from textual.strip import Strip
 
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.widgets.line import Line, fit
 from bpftop.tui.widgets.lines_view import CachedLinesView
+from tests.tui.fake_source import FakeSource
 
 from .helpers import snapshot_of
 

@@ -8,8 +8,8 @@ import pytest
 from textual.pilot import Pilot
 
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.collect.snapshot_source import FakeSource
 from tests.tui.demo_fixture import BASELINE_AFTER, BASELINE_KEYS, VIEW_KEYS, demo_snapshot
+from tests.tui.fake_source import FakeSource
 
 SIZES = {"80x24": (80, 24), "200x50": (200, 50)}
 

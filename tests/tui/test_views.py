@@ -10,10 +10,10 @@ import pytest
 
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
-from bpftop.tui.collect.snapshot_source import FakeSource
 from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.threads import ThreadsView
 from tests.tui.demo_fixture import demo_snapshot
+from tests.tui.fake_source import FakeSource
 
 from .helpers import (
     BASE,

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
+from bpftop.tui.cli.args import file_parsers
+from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import (
@@ -114,8 +116,6 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
 
 def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
     """The call tree (or with ``stacks`` every stack) of a saved profile."""
-    from bpftop.tui.cli.main import tune_gc
-
     tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
     loaded = read_saved(path) if stacks else load_tree(path)
     if loaded.skipped:
@@ -156,27 +156,7 @@ def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
     return 0
 
 
-def file_parsers(parser_class: type[argparse.ArgumentParser]) -> dict[str, argparse.ArgumentParser]:
-    """The ``view`` and ``diff`` sub-command parsers."""
-    view_parser = parser_class(
-        prog="bpftop view", description="Open a saved profile (folded, speedscope, pprof)."
-    )
-    view_parser.add_argument("file", type=Path, metavar="FILE")
-    diff_parser = parser_class(
-        prog="bpftop diff", description="Compare two saved profiles: NEW against BASE."
-    )
-    diff_parser.add_argument("base", type=Path, metavar="BASE")
-    diff_parser.add_argument("new", type=Path, metavar="NEW")
-    diff_parser.add_argument(
-        "--folded",
-        action="store_true",
-        help="print 'stack BASE_COUNT NEW_COUNT' lines (flamegraph.pl difference graphs)",
-    )
-    return {"view": view_parser, "diff": diff_parser}
-
-
-def run_file_command(
-    name: str, argv: Sequence[str], parser_class: type[argparse.ArgumentParser]
-) -> int:
-    args = file_parsers(parser_class)[name].parse_args(argv)
+def run_file_command(name: str, argv: Sequence[str]) -> int:
+    """Run ``bpftop view`` or ``bpftop diff`` (``name``) with the arguments after it."""
+    args = file_parsers()[name].parse_args(argv)
     return view(args) if name == "view" else diff(args)

@@ -2,7 +2,9 @@
 
 The collector drains the sampler each tick, symbolizes new stacks, folds
 them into the model and posts immutable snapshots to a ``SnapshotSource``
-callback. Beside it: targets (launching and following processes), process
-facts and counters, probe profiles, probe completion and the unwind-table
-feed. No Textual.
+callback. Beside it: stacks (each distinct stack symbolized once), targets
+(launching and following processes), process facts (process_watch) and
+counters, probe profiles, probe completion, the unwind-table feed, and the
+snapshot-source protocols (snapshot_source) with the one-snapshot
+StaticSource. No Textual.
 """

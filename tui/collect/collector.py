@@ -9,12 +9,12 @@ After the target exits the probes are detached, but the thread keeps
 answering those requests on what was collected until it is stopped.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
 probe used keeps its own profile (:mod:`bpftop.tui.collect.probe_profiles`).
+Each distinct stack is symbolized once (:mod:`bpftop.tui.collect.stacks`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import subprocess
 import threading
 import time
@@ -25,18 +25,14 @@ import psutil
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeSpec, parse_spec
-from bpftop.bpf.raw import MapUsage, RawSample, RawTick
+from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.stats import ProgStats
-from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import (
-    CollectionCounters,
-    OverheadMeter,
-    ProcessWatch,
-    ThreadNames,
-)
+from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
+from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     ProcessLabels,
     SystemWatch,
@@ -46,22 +42,8 @@ from bpftop.tui.collect.targets import (
     resume,
 )
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
-from bpftop.tui.model.snapshot import (
-    Phase,
-    Snapshot,
-    UnknownShare,
-)
-from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
-
-# Distinct address stacks remembered with their frames (every IP in a hot loop
-# makes a new one, so this is bounded; the symbolizer caches per address).
-MAX_CACHED_STACKS = 50_000
-MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STACK_UNREADABLE)
-MAX_STACK_DEPTH_FILE = "/proc/sys/kernel/perf_event_max_stack"
-DEFAULT_MAX_STACK_DEPTH = 127
-# Reasons whose hint depends on the file (which debug package would help).
-PER_MODULE_REASONS = frozenset({Unresolved.NO_SYMBOLS, Unresolved.FILE_UNREADABLE})
-StackKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+from bpftop.tui.model.snapshot import Phase, Snapshot
+from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
 
 
 class Sampler(Protocol):
@@ -114,16 +96,14 @@ class Collector:
         self._launched = launched
         self._labels = ProcessLabels()
         self.interval_s = interval_s
-        self._offsets, self._mangled = offsets, mangled
         self._sampler = sampler
         self._symbolizer = Symbolizer()
+        self._stacks = StackCache(self._symbolizer, offsets=offsets, mangled=mangled)
         self._hints = Hints()
         self._probes = ProbeProfiles(sampler.probe, sampler.spec.weighted)
         self._probe_request = ProbeRequest()
         self._probe_message = ""
         self._commands = Commands()
-        self._stacks: dict[StackKey, _Stack] = {}
-        self._max_depth = _max_stack_depth()
         self._process: ProcessWatch | SystemWatch = (
             SystemWatch() if system_wide else ProcessWatch(pid)
         )
@@ -134,7 +114,6 @@ class Collector:
         self._wake = threading.Event()  # a request arrived, or stop
         # Asked for by the app (the L key); a plain bool, read between ticks.
         self.source_lines = False
-        self._stacks_have_lines = False
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -264,11 +243,7 @@ class Collector:
             self._switch_probe(requested)
         if self._commands.apply(self._profile).reset:
             self._probes.reset_counters()  # counts start again from now
-        if self.source_lines != self._stacks_have_lines:
-            # Rebuild frames for stacks seen again; the tree's nodes pick up
-            # file:line as those stacks come back.
-            self._stacks_have_lines = self.source_lines
-            self._stacks.clear()
+        self._stacks.show_source_lines(self.source_lines)
 
     def _switch_probe(self, text: str) -> None:
         """Attach ``text``'s probe instead of the current one, or say why not."""
@@ -314,7 +289,7 @@ class Collector:
         self._threads.note(tick)
         weighted = self._probes.active.weighted
         for sample in tick.samples:
-            stack = self._stack(sample)
+            stack = self._stacks.lookup(sample)
             count = sample.weight_ns if weighted else sample.count
             self._profile.add(
                 self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
@@ -322,31 +297,6 @@ class Collector:
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick)
         self._probes.active.events += tick.total_samples
-
-    def _stack(self, sample: RawSample) -> _Stack:
-        """Root-first frames (user frames outermost first, then kernel frames)
-        and why any of them are unknown; once per distinct stack."""
-        key = (sample.tgid, sample.user_stack, sample.kernel_stack)
-        stack = self._stacks.get(key)
-        if stack is None:
-            symbolizer = self._symbolizer
-            if self._stacks_have_lines:
-                user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
-            else:
-                user = symbolizer.user_frames(sample.tgid, sample.user_stack)
-            kernel = symbolizer.kernel_frames(sample.kernel_stack)
-            head = (MISSING_USER_STACK,) if sample.user_error else ()
-            frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
-            if self._offsets or self._mangled:
-                frames = tuple(_relabel(f, self._offsets, self._mangled) for f in frames)
-            truncated = bool(user) and looks_truncated(
-                user[-1], len(sample.user_stack), self._max_depth
-            )
-            stack = _Stack(frames, _unknown_keys(frames, truncated))
-            if len(self._stacks) >= MAX_CACHED_STACKS:
-                self._stacks.clear()  # cheap to rebuild from the per-address caches
-            self._stacks[key] = stack
-        return stack
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
@@ -361,7 +311,7 @@ class Collector:
             tree=current.tree(),
             hot=current.hot_functions(limit=500),
             message=message,
-            unknown=_unknown_shares(profile.unknown, self._hints),
+            unknown=unknown_shares(profile.unknown, self._hints),
             maps=self._sampler.map_usage() if live else (),
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
             time_mode=profile.label,
@@ -375,50 +325,6 @@ class Collector:
         self._on_snapshot(snap)
 
 
-class _Stack:
-    """One distinct stack, symbolized: its frames and its unknown-frame reasons."""
-
-    __slots__ = ("frames", "unknown")
-
-    def __init__(self, frames: tuple[Frame, ...], unknown: tuple[UnknownKey, ...]) -> None:
-        self.frames = frames
-        self.unknown = unknown
-
-
-def _relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
-    """A named frame renamed: its mangled name, and/or with ``+0xOFF``."""
-    name = frame.raw_function if mangled else frame.function
-    if name is None:
-        return frame
-    if offsets:
-        name = f"{name}+0x{frame.offset:x}"
-    return dataclasses.replace(frame, function=name)
-
-
-def _unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey, ...]:
-    """Each (reason, module) of the stack's unnamed frames once, and truncation."""
-    keys = dict.fromkeys(
-        (f.reason, f.module if f.reason in PER_MODULE_REASONS else "")
-        for f in frames
-        if f.reason is not None
-    )
-    if truncated:
-        keys[(Unresolved.STACK_TRUNCATED, "")] = None
-    return tuple(keys)
-
-
-def _unknown_shares(counts: dict[UnknownKey, int], hints: Hints) -> tuple[UnknownShare, ...]:
-    """Shares with their hints, most samples first (a file's hint is looked up
-    once, off this thread)."""
-    shares = []
-    for (reason, module), samples in counts.items():
-        where = f" ({Frame(None, module, 0).module_name})" if module else ""
-        share_hint = hints.hint(Frame(None, module, 0, reason=reason))
-        shares.append(UnknownShare(f"{reason.value}{where}", samples, share_hint))
-    shares.sort(key=lambda u: (-u.samples, u.reason))
-    return tuple(shares)
-
-
 def _alive(pid: int) -> bool:
     return psutil.pid_exists(pid)
 
@@ -427,12 +333,3 @@ def _next_deadline(deadline: float, interval_s: float, now: float) -> float:
     """The next tick's time; ticks missed while a slow one ran are skipped."""
     deadline += interval_s
     return deadline if deadline > now else now + interval_s
-
-
-def _max_stack_depth() -> int:
-    """How deep the kernel walks stacks (a stack this deep was cut)."""
-    try:
-        with open(MAX_STACK_DEPTH_FILE) as stream:
-            return int(stream.read())
-    except (OSError, ValueError):
-        return DEFAULT_MAX_STACK_DEPTH

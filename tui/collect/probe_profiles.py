@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from bpftop.tui.collect.process_watch import CollectionCounters
+from bpftop.tui.collect.counters import CollectionCounters
 from bpftop.tui.model.timemode import TimedProfile
 
 WEIGHT_UNIT = "ns"  # what a weighted probe's counts are

@@ -3,7 +3,7 @@
 Owns :class:`UnwindFeed`. Its thread reads the target's executable mappings
 (:func:`~bpftop.symbols.code_ranges.code_ranges`) and builds or loads each
 file's unwind table (:class:`UnwindCache`: seconds cold, milliseconds from
-disk). It starts before the BPF program is compiled, so the slow builds
+disk; ``bench/unwind_bench.py``). It starts before the BPF program is compiled, so the slow builds
 overlap the compile; once :meth:`UnwindFeed.attach` hands it the loaded
 :class:`~bpftop.bpf.unwinder.Unwinder`, it describes the process to the walker
 at once (frames use frame pointers until a file's table is there) and again

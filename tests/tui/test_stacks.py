@@ -1,0 +1,114 @@
+"""The collector's stack cache: each distinct stack is symbolized once, root
+first, with the reasons behind its unknown frames; turning source lines on
+or off rebuilds stacks as they come back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bpftop.bpf.raw import RawSample
+from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.hints import Hints
+from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.stacks import (
+    MISSING_USER_STACK,
+    StackCache,
+    max_stack_depth,
+    unknown_keys,
+    unknown_shares,
+)
+
+
+class CountingSymbolizer(Symbolizer):
+    """Names user address A ``u<A>`` and kernel address A ``k<A>``; counts the calls."""
+
+    def __init__(self) -> None:  # no caches, no files: nothing of the real one is used
+        self.calls: list[str] = []
+
+    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        self.calls.append("user")
+        return tuple(Frame(f"u{a}", "/bin/app", 0) for a in addrs)
+
+    def with_source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        self.calls.append("lines")
+        return tuple(Frame(f"u{a}", "/bin/app", 0, file="app.c", line=a) for a in addrs)
+
+    def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        self.calls.append("kernel")
+        return tuple(Frame(f"k{a}", "[kernel]", 0, kernel=True) for a in addrs)
+
+
+def sample(user: tuple[int, ...], kernel: tuple[int, ...] = (), user_error: str = "") -> RawSample:
+    return RawSample(7, 7, user, kernel, count=1, user_error=user_error)
+
+
+def test_frames_are_root_first_and_built_once_per_distinct_stack() -> None:
+    symbolizer = CountingSymbolizer()
+    cache = StackCache(symbolizer, offsets=False, mangled=False)
+    # addresses innermost first, as the kernel gives them
+    stack = cache.lookup(sample((3, 2, 1), (9, 8)))
+    assert [f.function for f in stack.frames] == ["u1", "u2", "u3", "k8", "k9"]
+    assert cache.lookup(sample((3, 2, 1), (9, 8))) is stack
+    assert symbolizer.calls == ["user", "kernel"], "the second lookup symbolizes nothing"
+    cache.lookup(sample((4, 2, 1), (9, 8)))
+    assert symbolizer.calls.count("user") == 2, "another address stack is a new stack"
+
+
+def test_source_lines_rebuild_stacks_only_on_a_change() -> None:
+    symbolizer = CountingSymbolizer()
+    cache = StackCache(symbolizer, offsets=False, mangled=False)
+    plain = cache.lookup(sample((2, 1)))
+    cache.show_source_lines(False)  # no change: the stack is kept
+    assert cache.lookup(sample((2, 1))) is plain
+    cache.show_source_lines(True)
+    lined = cache.lookup(sample((2, 1)))
+    assert lined is not plain
+    assert [f.line for f in lined.frames] == [1, 2]
+    assert symbolizer.calls.count("lines") == 1
+
+
+def test_unknown_reasons_truncation_and_a_missing_user_stack() -> None:
+    cache = StackCache(CountingSymbolizer(), offsets=False, mangled=False)
+    # the outermost user frame is named but is no entry point: cut short
+    cut = cache.lookup(sample((2, 1)))
+    assert cut.unknown == ((Unresolved.STACK_TRUNCATED, ""),)
+    unreadable = cache.lookup(sample((), (5,), user_error="EFAULT"))
+    assert unreadable.frames[0] is MISSING_USER_STACK
+    assert unreadable.unknown == ((Unresolved.STACK_UNREADABLE, ""),)
+
+
+def test_offsets_and_mangled_relabel_every_frame_of_the_stack() -> None:
+    cache = StackCache(CountingSymbolizer(), offsets=True, mangled=False)
+    assert [f.function for f in cache.lookup(sample((2, 1), (9,))).frames] == [
+        "u1+0x0",
+        "u2+0x0",
+        "k9+0x0",
+    ]
+
+
+def test_unknown_keys_name_the_file_only_where_the_hint_depends_on_it() -> None:
+    frames = [
+        Frame(None, "/lib/libz.so.1", 0x10, reason=Unresolved.NO_SYMBOLS),
+        Frame(None, "/lib/libz.so.1", 0x20, reason=Unresolved.NO_SYMBOLS),
+        Frame(None, "/bin/app", 0x30, reason=Unresolved.UNMAPPED),
+        Frame("main", "/bin/app", 0),
+    ]
+    assert unknown_keys(frames, truncated=True) == (
+        (Unresolved.NO_SYMBOLS, "/lib/libz.so.1"),
+        (Unresolved.UNMAPPED, ""),
+        (Unresolved.STACK_TRUNCATED, ""),
+    )
+
+
+def test_unknown_shares_most_samples_first_with_hints() -> None:
+    counts = {(Unresolved.UNMAPPED, ""): 3, (Unresolved.STACK_TRUNCATED, ""): 10}
+    shares = unknown_shares(counts, Hints())
+    assert [(s.reason, s.samples) for s in shares] == [
+        ("stack truncated", 10),
+        ("unmapped address", 3),
+    ]
+    assert all(s.hint for s in shares)
+
+
+def test_max_stack_depth_is_the_kernels_limit() -> None:
+    assert max_stack_depth() > 0

@@ -1,0 +1,43 @@
+"""The live view: ``bpftop -p PID`` (or ``-a``, or ``-- COMMAND``) in the terminal.
+
+Owns :func:`run_live`: it checks the arguments, starts the collector and
+runs the Textual app on it until the user quits or a signal arrives, then
+stops the collector and ends a command bpftop started. Textual loads only
+here, once the arguments are known to be good.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bpftop.bpf.errors import UsageError
+from bpftop.tui.cli.gc_tuning import tune_gc
+from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+
+
+def run_live(args: argparse.Namespace) -> int:
+    """The live view on the parsed arguments, until quit; the exit code."""
+    if args.interval <= 0:
+        raise UsageError(f"interval {args.interval} s must be positive", "for example -i 0.5")
+    sampler = check(args)
+    if sampler is None:
+        return 0
+    from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
+    from bpftop.tui.app.terminal import terminal_driver
+    from bpftop.tui.collect.probe_complete import ProbeCompleter
+
+    collector = make_collector(args, sampler, args.interval)
+    completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
+    app = BpftopApp(collector, interval_s=args.interval, completer=completer)
+    tune_gc()
+    with terminal_driver() as driver:
+        app.driver_class = driver
+        on_signals(lambda: app.call_later(app.exit))
+        try:
+            app.run()
+        finally:
+            collector.stop()
+            end_launched(args)
+    if app.error is not None:
+        raise app.error
+    return 0

@@ -1,0 +1,92 @@
+"""``bpftop record``: sample without a screen, then write the profile to a file.
+
+Owns :func:`run_record`. ``-d`` counts from the first sample, not from
+launch; the output path is checked before sampling starts, and the writers
+(:mod:`bpftop.tui.cli.files`) load only once there is something to write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from pathlib import Path
+
+from bpftop.bpf.errors import BpftopError, OutputError, UsageError
+from bpftop.tui.cli.args import VERSION
+from bpftop.tui.cli.gc_tuning import tune_gc
+from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.formats.atomic import STDOUT
+from bpftop.tui.formats.saved import snapshot_meta
+from bpftop.tui.model.snapshot import Phase, Snapshot
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """Record on the parsed arguments, then write the file; the exit code."""
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError(f"duration {args.duration} s must be positive", "for example -d 10")
+    _check_writable(args.output)
+    sampler = check(args)
+    if sampler is None:
+        return 0
+    collector = make_collector(args, sampler, interval_s=1.0)
+    tune_gc()
+    errors: list[BpftopError] = []
+    done = threading.Event()
+    on_signals(done.set)
+    started_ns = _sample(collector, args.duration, done, errors)
+    collector.stop()
+    end_launched(args)
+    if errors:
+        raise errors[0]
+    snap = collector.last
+    assert snap is not None  # the collector posts before it does anything else
+    end_ns = time.time_ns()
+    meta = snapshot_meta(
+        snap, frequency_hz=args.frequency, start_ns=end_ns if started_ns is None else started_ns,
+        end_ns=end_ns, version=VERSION,
+    )  # fmt: skip
+    from bpftop.tui.cli.files import save_recording  # the writers load only when needed
+
+    save_recording(snap, meta, args.output, args.format)
+    return 0
+
+
+def _sample(
+    collector: Collector, duration_s: float | None, done: threading.Event, errors: list[BpftopError]
+) -> int | None:
+    """Start ``collector`` and wait until ``done`` is set, collection ends, or
+    ``duration_s`` of sampling have passed; when sampling began (wall-clock
+    ns), None if it never did. Errors are appended to ``errors``."""
+    sampling_since: list[float] = []  # -d counts from the first sample, not from launch
+    started_ns: list[int] = []
+
+    def on_snapshot(snap: Snapshot) -> None:
+        if snap.phase is Phase.SAMPLING and not sampling_since:
+            sampling_since.append(time.monotonic())
+            started_ns.append(time.time_ns())
+
+    collector.start(on_snapshot, on_error=errors.append)
+    while not done.is_set() and not collector.finished.is_set():
+        recorded_s = time.monotonic() - sampling_since[0] if sampling_since else 0.0
+        if duration_s is not None and recorded_s >= duration_s:
+            break
+        done.wait(0.05)
+    return started_ns[0] if started_ns else None
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before sampling, not after, when the output cannot be written."""
+    if str(path) == STDOUT:
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")
+    if not parent.is_dir():
+        raise OutputError(
+            f"cannot write {path}: no directory {parent}", "create it or choose another path"
+        )
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise OutputError(f"cannot write {path}: permission denied", "choose a writable path")

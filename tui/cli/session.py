@@ -1,0 +1,100 @@
+"""What the live view and ``record`` share: up-front checks, the collector, clean ends.
+
+Owns :func:`check` (validate the arguments before anything touches the
+kernel, and build the sampler), :func:`make_collector` (for the chosen
+targets; ``-- COMMAND`` is started held here), :func:`end_launched` (a
+command bpftop started ends with bpftop) and :func:`on_signals` (Ctrl-C,
+SIGTERM and SIGHUP stop cleanly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import psutil
+
+from bpftop.bpf.environment import check_privileges, import_bcc
+from bpftop.bpf.errors import NoSuchProcessError, UsageError
+from bpftop.bpf.probes import parse_spec
+from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.collect.targets import launch_held
+
+
+def check(args: argparse.Namespace) -> CpuSampler | None:
+    """Validate what can be validated before anything touches the kernel."""
+    if not 1 <= args.frequency <= 100_000:
+        raise UsageError(f"frequency {args.frequency} Hz is out of range", "use 1..100000")
+    spec = parse_spec(args.probe) if args.probe else None
+    sampler = CpuSampler(
+        args.frequency,
+        probe=spec,
+        system_wide=args.all,
+        follow_children=args.children,
+        source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
+        unwind=args.unwind,
+    )
+    if args.print_bpf:
+        print(sampler.program_text())
+        return None
+    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    chosen = [bool(args.pids), args.all, bool(args.command)]
+    if sum(chosen) != 1:
+        raise UsageError(
+            "give exactly one target: -p PID (repeatable), -a, or -- COMMAND",
+            f"see '{sys.argv[0]} --help'",
+        )
+    for pid in args.pids or ():
+        if pid <= 0 or not psutil.pid_exists(pid):
+            raise NoSuchProcessError(f"no process with pid {pid}", "check the pid with ps or pgrep")
+    check_privileges()
+    import_bcc()
+    return sampler
+
+
+def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: float) -> Collector:
+    """The collector for the chosen targets; -- COMMAND is started held here."""
+    launched = launch_held(args.command) if args.command else None
+    pids = [launched.pid] if launched is not None else (args.pids or [0])
+    args.launched = launched
+    try:
+        return Collector(
+            pids[0],
+            sampler,
+            interval_s,
+            offsets=args.offsets,
+            mangled=args.mangled,
+            extra_pids=pids[1:],
+            system_wide=args.all,
+            launched=launched,
+        )
+    except BaseException:
+        end_launched(args)
+        raise
+
+
+def end_launched(args: argparse.Namespace) -> None:
+    """A command bpftop started ends with bpftop (SIGTERM; held ones are continued)."""
+    proc = getattr(args, "launched", None)
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+        proc.wait()
+
+
+def on_signals(handler: Callable[[], object]) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP all mean: stop cleanly, keep what we have."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        handler()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)

@@ -1,0 +1,137 @@
+"""Distinct address stacks, symbolized once each, and what their unknown frames say.
+
+Owns :class:`StackCache` (a sample's address stacks -> root-first frames and
+the reasons behind any unknown ones, remembered per distinct stack and
+relabeled for ``--offsets`` / ``--mangled``), :func:`relabel`,
+:func:`unknown_keys` and :func:`unknown_shares` (the profile's unknown-frame
+counts, with hints, as the snapshot shows them). Used only from the collector
+thread; no Textual here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from bpftop.bpf.raw import RawSample
+from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
+from bpftop.symbols.hints import Hints
+from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.model.snapshot import UnknownShare
+from bpftop.tui.model.timemode import UnknownKey
+
+# Distinct address stacks remembered with their frames (every IP in a hot loop
+# makes a new one, so this is bounded; the symbolizer caches per address).
+MAX_CACHED_STACKS = 50_000
+MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STACK_UNREADABLE)
+MAX_STACK_DEPTH_FILE = "/proc/sys/kernel/perf_event_max_stack"
+DEFAULT_MAX_STACK_DEPTH = 127
+# Reasons whose hint depends on the file (which debug package would help).
+PER_MODULE_REASONS = frozenset({Unresolved.NO_SYMBOLS, Unresolved.FILE_UNREADABLE})
+StackKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+class Stack:
+    """One distinct stack, symbolized: its frames and its unknown-frame reasons."""
+
+    __slots__ = ("frames", "unknown")
+
+    def __init__(self, frames: tuple[Frame, ...], unknown: tuple[UnknownKey, ...]) -> None:
+        self.frames = frames
+        self.unknown = unknown
+
+
+class StackCache:
+    """(tgid, user stack, kernel stack) -> :class:`Stack`, built once per distinct stack.
+
+    ``offsets``: name frames ``function+0xOFF`` (one node per address, as
+    perf's sym+off); ``mangled``: as the symbol table spells them.
+    """
+
+    def __init__(self, symbolizer: Symbolizer, *, offsets: bool, mangled: bool) -> None:
+        self._symbolizer = symbolizer
+        self._offsets, self._mangled = offsets, mangled
+        self._stacks: dict[StackKey, Stack] = {}
+        self._max_depth = max_stack_depth()
+        self.source_lines = False  # the frames built now carry file:line
+
+    def show_source_lines(self, on: bool) -> None:
+        """Build frames with (or without) ``file:line`` from now on.
+
+        On a change the stacks are forgotten: those seen again get new frames,
+        and the tree's nodes pick up file:line as those stacks come back.
+        """
+        if on != self.source_lines:
+            self.source_lines = on
+            self._stacks.clear()
+
+    def lookup(self, sample: RawSample) -> Stack:
+        """Root-first frames (user frames outermost first, then kernel frames)
+        and why any of them are unknown; symbolized once per distinct stack."""
+        key = (sample.tgid, sample.user_stack, sample.kernel_stack)
+        stack = self._stacks.get(key)
+        if stack is None:
+            stack = self._build(sample)
+            if len(self._stacks) >= MAX_CACHED_STACKS:
+                self._stacks.clear()  # cheap to rebuild from the per-address caches
+            self._stacks[key] = stack
+        return stack
+
+    def _build(self, sample: RawSample) -> Stack:
+        symbolizer = self._symbolizer
+        if self.source_lines:
+            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
+        else:
+            user = symbolizer.user_frames(sample.tgid, sample.user_stack)
+        kernel = symbolizer.kernel_frames(sample.kernel_stack)
+        head = (MISSING_USER_STACK,) if sample.user_error else ()
+        frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
+        if self._offsets or self._mangled:
+            frames = tuple(relabel(f, self._offsets, self._mangled) for f in frames)
+        truncated = bool(user) and looks_truncated(
+            user[-1], len(sample.user_stack), self._max_depth
+        )
+        return Stack(frames, unknown_keys(frames, truncated))
+
+
+def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
+    """A named frame renamed: its mangled name, and/or with ``+0xOFF``."""
+    name = frame.raw_function if mangled else frame.function
+    if name is None:
+        return frame
+    if offsets:
+        name = f"{name}+0x{frame.offset:x}"
+    return dataclasses.replace(frame, function=name)
+
+
+def unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey, ...]:
+    """Each (reason, module) of the stack's unnamed frames once, and truncation."""
+    keys = dict.fromkeys(
+        (f.reason, f.module if f.reason in PER_MODULE_REASONS else "")
+        for f in frames
+        if f.reason is not None
+    )
+    if truncated:
+        keys[(Unresolved.STACK_TRUNCATED, "")] = None
+    return tuple(keys)
+
+
+def unknown_shares(counts: dict[UnknownKey, int], hints: Hints) -> tuple[UnknownShare, ...]:
+    """Shares with their hints, most samples first (a file's hint is looked up
+    once, off this thread)."""
+    shares = []
+    for (reason, module), samples in counts.items():
+        where = f" ({Frame(None, module, 0).module_name})" if module else ""
+        share_hint = hints.hint(Frame(None, module, 0, reason=reason))
+        shares.append(UnknownShare(f"{reason.value}{where}", samples, share_hint))
+    shares.sort(key=lambda u: (-u.samples, u.reason))
+    return tuple(shares)
+
+
+def max_stack_depth() -> int:
+    """How deep the kernel walks stacks (a stack this deep was cut)."""
+    try:
+        with open(MAX_STACK_DEPTH_FILE) as stream:
+            return int(stream.read())
+    except (OSError, ValueError):
+        return DEFAULT_MAX_STACK_DEPTH
