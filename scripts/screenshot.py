@@ -11,17 +11,18 @@ import asyncio
 import sys
 from pathlib import Path
 
-from bpftop.tui.app.app import BpftopApp
-from tests.tui.demo_fixture import (
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the fixture lives in tests/, beside this script's folder
+
+from bpftop.tui.app.app import BpftopApp  # noqa: E402
+from tests.tui.demo_fixture import (  # noqa: E402
     BASELINE_AFTER,
     BASELINE_KEYS,
     SCREEN_SIZE,
     VIEW_KEYS,
     demo_snapshot,
 )
-from tests.tui.fake_source import FakeSource
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.tui.fake_source import FakeSource  # noqa: E402
 
 
 async def render(target: Path, keys: tuple[str, ...], after: tuple[str, ...] | None = None) -> None:
