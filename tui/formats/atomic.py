@@ -91,11 +91,7 @@ def write_new_file(
         where = name or os.path.join(directory, f"{prefix}*{suffix}")
         raise OutputError(f"cannot write {where}: {_reason(err)}", _hint(err)) from err
     finally:
-        if fd >= 0:
-            os.close(fd)
-        if name:
-            with contextlib.suppress(OSError):
-                os.unlink(name)
+        _release(fd, name)
 
 
 def _write_stdout(fill: Callable[[IO[bytes]], object]) -> None:
@@ -175,11 +171,7 @@ def _replace(path: Path, fill: Callable[[IO[bytes]], object], old: os.stat_resul
         os.replace(tmp, path)
         tmp = ""
     finally:
-        if fd >= 0:
-            os.close(fd)
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        _release(fd, tmp)
 
 
 def _take_owner_and_mode(fd: int, old: os.stat_result) -> bool:
@@ -219,3 +211,13 @@ def _reason(err: OSError) -> str:
 
 def _hint(err: OSError) -> str:
     return _HINTS.get(err.errno or 0, _DEFAULT_HINT)
+
+
+def _release(fd: int, leftover: str) -> None:
+    """Close ``fd`` (if open) and remove ``leftover`` (if named): a file that
+    was not finished, or was never renamed into place."""
+    if fd >= 0:
+        os.close(fd)
+    if leftover:
+        with contextlib.suppress(OSError):
+            os.unlink(leftover)
