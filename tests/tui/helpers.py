@@ -4,6 +4,7 @@ counting what went to a background worker."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 from bpftop.tui.widgets.background import Background
+from tests.tui.demo_fixture import demo_snapshot
+from tests.tui.fake_source import FakeSource
 
 PROCESS = ProcessInfo(
     pid=99, name="small", cmdline="./small --x", cpu_percent=50.0, rss_bytes=1 << 20,
@@ -98,3 +101,18 @@ class WorkerJobs:
             return found
 
         monkeypatch.setattr(background, "submit", counting)
+
+
+SIZE = (120, 36)
+"""The terminal size of the Pilot tests of views and actions."""
+
+
+def demo_app(tmp_path: Path | None = None) -> tuple[BpftopApp, FakeSource]:
+    """The app on the demo fixture's first snapshot (``w`` writes under ``tmp_path``)."""
+    source = FakeSource([demo_snapshot()])
+    return BpftopApp(source, 1.0, export_dir=tmp_path), source
+
+
+def cursor_label(app: BpftopApp) -> str:
+    """The label of the call tree's cursor row."""
+    return tree_labels(app)[app.views.tree_view.cursor]
