@@ -1,0 +1,144 @@
+"""walk_copied_stack on real stacks: programs without frame pointers are
+stopped with ptrace at many points, their registers and 16 KiB of stack are
+copied (what a perf sample with PERF_SAMPLE_STACK_USER carries), and the walk
+with ProcessTables' lookup must reach main and end complete at _start.
+Also times the walk (µs per walk of a ~20-frame stack)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bpftop.symbols.process_tables import ProcessTables
+from bpftop.symbols.stack_walk import TableLookup, UserRegs, WalkResult, walk_copied_stack
+from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.symbols.unwind_cache import UnwindCache
+from tests.symbols.user_stack import Snapshot, snapshot
+
+CHAIN = ("c", "b", "a", "run", "main")
+STOPS = 20
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+START_NAMES = {"_start", "__libc_start_main", "__libc_start_call_main"}
+
+
+@pytest.fixture(autouse=True)
+def _need_ptrace() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("ptrace of another process and /proc/PID/mem need root here")
+
+
+def _spawn(*argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(argv, env=env)
+    time.sleep(0.3)  # into its loop
+    assert proc.poll() is None
+    return proc
+
+
+@pytest.fixture
+def chain_nofp(workloads: Path) -> Iterator[int]:
+    # No arguments: it spins forever and never calls clock_gettime (the vdso).
+    proc = _spawn(str(workloads / "chain_nofp"))
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def _tables(tmp_path: Path, pid: int) -> tuple[ProcessTables, TableLookup]:
+    tables = ProcessTables(UnwindCache(str(tmp_path / "unwind")))
+    assert tables.build_missing(pid) > 0
+    assert not tables.missing(pid)
+    return tables, tables.lookup_for(pid)
+
+
+def _names(pid: int, result: WalkResult) -> list[str]:
+    frames = Symbolizer(inline_frames=False).user_frames(pid, result.addresses)
+    return [frame.label for frame in frames]
+
+
+def test_chain_walks_reach_main_and_start_at_every_stop(chain_nofp: int, tmp_path: Path) -> None:
+    _, lookup = _tables(tmp_path, chain_nofp)
+    symbolizer = Symbolizer(inline_frames=False)
+    seen_leaves = set()
+    for _ in range(STOPS):
+        snap = snapshot(chain_nofp)
+        result = walk_copied_stack(snap.regs, snap.stack, lookup, fp_fallback=False)
+        names = [f.label for f in symbolizer.user_frames(chain_nofp, result.addresses)]
+        assert result.complete, (result.reason, names)
+        assert names[-1] == "_start", names
+        from_main = names.index("main")
+        leaf = names[0]
+        assert leaf in CHAIN, names
+        assert tuple(names[: from_main + 1]) == CHAIN[CHAIN.index(leaf) :], names
+        seen_leaves.add(leaf)
+        time.sleep(0.01)
+    assert len(seen_leaves) >= 2, seen_leaves  # stopped at different points
+
+
+def test_without_tables_the_frame_pointer_walk_does_not_reach_main(
+    chain_nofp: int, tmp_path: Path
+) -> None:
+    """The same stacks with no tables built: what the walker adds over frame pointers."""
+    tables = ProcessTables(UnwindCache(str(tmp_path / "unwind")))
+    lookup = tables.lookup_for(chain_nofp)
+    assert tables.missing(chain_nofp)
+    snap = snapshot(chain_nofp)
+    without = walk_copied_stack(snap.regs, snap.stack, lookup, fp_fallback=False)
+    assert without.addresses == (snap.regs.ip,) and without.reason == "no table"
+    assert "main" not in _names(chain_nofp, walk_copied_stack(snap.regs, snap.stack, lookup))
+
+
+def test_system_python_walk_reaches_start_through_libc(tmp_path: Path) -> None:
+    if not SYSTEM_PYTHON.exists():
+        pytest.fail(f"{SYSTEM_PYTHON} is needed (Debian's python3, DESIGN §5d)")
+    code = "def spin():\n    while True: pass\ndef outer():\n    spin()\nouter()\n"
+    proc = _spawn(str(SYSTEM_PYTHON), "-c", code)
+    try:
+        _, lookup = _tables(tmp_path, proc.pid)
+        symbolizer = Symbolizer(inline_frames=False)
+        for _ in range(5):
+            snap = snapshot(proc.pid)
+            result = walk_copied_stack(snap.regs, snap.stack, lookup, fp_fallback=False)
+            names = [f.label for f in symbolizer.user_frames(proc.pid, result.addresses)]
+            assert result.complete, (result.reason, names)
+            # main (stripped) tail-calls Py_BytesMain, so it has no frame of its own.
+            tail = ("Py_BytesMain", "__libc_start_call_main", "__libc_start_main", "_start")
+            assert tuple(names[-4:]) == tail, names[-8:]
+            assert names.count("_PyEval_EvalFrameDefault") >= 1, names
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_walk_cost_per_twenty_frames(workloads: Path, tmp_path: Path) -> None:
+    """~20 frames (deep_nofp at DEPTH=16: recurse x 16, run, main, libc, _start)."""
+    env = {**os.environ, "DEPTH": "16"}
+    proc = _spawn(str(workloads / "deep_nofp"), env=env)
+    try:
+        _, lookup = _tables(tmp_path, proc.pid)
+        snap = snapshot(proc.pid)
+        result = walk_copied_stack(snap.regs, snap.stack, lookup)
+        assert result.complete and 20 <= len(result.addresses) <= 22, result
+        per_walk_us = _time_walks(snap, lookup)
+    finally:
+        proc.kill()
+        proc.wait()
+    print(f"\nwalk_copied_stack: {per_walk_us:.1f} µs per {len(result.addresses)}-frame walk")
+    sys.stdout.flush()
+    assert per_walk_us < 500  # generous: a slow CI machine; typical is far below
+
+
+def _time_walks(snap: Snapshot, lookup: TableLookup, walks: int = 2000) -> float:
+    regs = UserRegs(snap.regs.ip, snap.regs.sp, snap.regs.bp)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(walks):
+            walk_copied_stack(regs, snap.stack, lookup)
+        best = min(best, (time.perf_counter() - start) / walks * 1e6)
+    return best
