@@ -88,15 +88,16 @@ def test_the_first_frame_is_looked_up_at_pc() -> None:
     assert result == WalkResult((_at(START),), True, "")
 
 
-def test_rbp_row_reads_caller_rbp_and_return_address() -> None:
-    bp = SP + 32
-    words = {32: SP + 64, 40: _at(MID + 1), 64: 0, 72: 0}
-    # FP_FUNC: CFA = rbp + 16 = SP+48; rbp at SP+32, ra at SP+40; then mid: CFA = SP+56,
-    # ra at SP+48 = 0 -> zero pc.
-    result = _walk(_at(FP_FUNC + 8), words, bp=bp)
-    assert result.addresses == (_at(FP_FUNC + 8), _at(MID + 1))
-    assert result.reason == StopReason.ZERO_PC
-    assert not result.complete
+def test_rbp_rows_restore_the_caller_rbp() -> None:
+    # FP_FUNC twice: CFA = rbp + 16; the saved rbp at CFA - 16 is the next frame's rbp.
+    words = {32: SP + 64, 40: _at(FP_FUNC + 5), 64: SP + 128, 72: _at(START + 1)}
+    result = _walk(_at(FP_FUNC + 8), words, bp=SP + 32)
+    assert result == WalkResult((_at(FP_FUNC + 8), _at(FP_FUNC + 5), _at(START + 1)), True, "")
+
+
+def test_zero_return_address_ends_the_walk() -> None:
+    result = _walk(_at(LEAF + 4), {8: _at(MID + 1), 16: 0})
+    assert result == WalkResult((_at(LEAF + 4), _at(MID + 1)), False, StopReason.ZERO_PC)
 
 
 def test_copy_too_short_says_so() -> None:
@@ -136,10 +137,10 @@ def test_fp_chain_that_goes_down_the_stack_is_cut() -> None:
 
 
 def test_plt_rule_adds_eight_past_the_threshold() -> None:
-    # pc & 15 = 4 < 11: CFA = rsp + 8; pc & 15 = 12 >= 11: CFA = rsp + 16.
+    # pc & 15 = 10 < 11: CFA = rsp + 8; pc & 15 = 11 >= 11: CFA = rsp + 16.
     words = {0: _at(START + 1), 8: _at(START + 2)}
-    assert _walk(_at(PLT + 4), words).addresses[1] == _at(START + 1)
-    assert _walk(_at(PLT + 12), words).addresses[1] == _at(START + 2)
+    assert _walk(_at(PLT + 0x20 + 10), words).addresses == (_at(PLT + 0x2A), _at(START + 1))
+    assert _walk(_at(PLT + 0x20 + 11), words).addresses == (_at(PLT + 0x2B), _at(START + 2))
 
 
 def test_signal_frame_reads_the_ucontext_and_uses_the_exact_pc() -> None:

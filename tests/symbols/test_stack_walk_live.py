@@ -49,9 +49,15 @@ def chain_nofp(workloads: Path) -> Iterator[int]:
     proc.wait()
 
 
-def _tables(tmp_path: Path, pid: int) -> tuple[ProcessTables, TableLookup]:
-    tables = ProcessTables(UnwindCache(str(tmp_path / "unwind")))
-    assert tables.build_missing(pid) > 0
+@pytest.fixture(scope="module")
+def unwind_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One table cache for the module: libc is built once, not per test."""
+    return tmp_path_factory.mktemp("unwind")
+
+
+def _tables(unwind_dir: Path, pid: int) -> tuple[ProcessTables, TableLookup]:
+    tables = ProcessTables(UnwindCache(str(unwind_dir)))
+    tables.build_missing(pid)
     assert not tables.missing(pid)
     return tables, tables.lookup_for(pid)
 
@@ -61,8 +67,8 @@ def _names(pid: int, result: WalkResult) -> list[str]:
     return [frame.label for frame in frames]
 
 
-def test_chain_walks_reach_main_and_start_at_every_stop(chain_nofp: int, tmp_path: Path) -> None:
-    _, lookup = _tables(tmp_path, chain_nofp)
+def test_chain_walks_reach_main_and_start_at_every_stop(chain_nofp: int, unwind_dir: Path) -> None:
+    _, lookup = _tables(unwind_dir, chain_nofp)
     symbolizer = Symbolizer(inline_frames=False)
     seen_leaves = set()
     for _ in range(STOPS):
@@ -82,7 +88,7 @@ def test_chain_walks_reach_main_and_start_at_every_stop(chain_nofp: int, tmp_pat
 
 def test_without_tables_the_frame_pointer_walk_does_not_reach_main(
     chain_nofp: int, tmp_path: Path
-) -> None:
+) -> None:  # a cache of its own: nothing built
     """The same stacks with no tables built: what the walker adds over frame pointers."""
     tables = ProcessTables(UnwindCache(str(tmp_path / "unwind")))
     lookup = tables.lookup_for(chain_nofp)
@@ -93,13 +99,13 @@ def test_without_tables_the_frame_pointer_walk_does_not_reach_main(
     assert "main" not in _names(chain_nofp, walk_copied_stack(snap.regs, snap.stack, lookup))
 
 
-def test_system_python_walk_reaches_start_through_libc(tmp_path: Path) -> None:
+def test_system_python_walk_reaches_start_through_libc(unwind_dir: Path) -> None:
     if not SYSTEM_PYTHON.exists():
         pytest.fail(f"{SYSTEM_PYTHON} is needed (Debian's python3, DESIGN §5d)")
     code = "def spin():\n    while True: pass\ndef outer():\n    spin()\nouter()\n"
     proc = _spawn(str(SYSTEM_PYTHON), "-c", code)
     try:
-        _, lookup = _tables(tmp_path, proc.pid)
+        _, lookup = _tables(unwind_dir, proc.pid)
         symbolizer = Symbolizer(inline_frames=False)
         for _ in range(5):
             snap = snapshot(proc.pid)
@@ -115,12 +121,12 @@ def test_system_python_walk_reaches_start_through_libc(tmp_path: Path) -> None:
         proc.wait()
 
 
-def test_walk_cost_per_twenty_frames(workloads: Path, tmp_path: Path) -> None:
+def test_walk_cost_per_twenty_frames(workloads: Path, unwind_dir: Path) -> None:
     """~20 frames (deep_nofp at DEPTH=16: recurse x 16, run, main, libc, _start)."""
     env = {**os.environ, "DEPTH": "16"}
     proc = _spawn(str(workloads / "deep_nofp"), env=env)
     try:
-        _, lookup = _tables(tmp_path, proc.pid)
+        _, lookup = _tables(unwind_dir, proc.pid)
         snap = snapshot(proc.pid)
         result = walk_copied_stack(snap.regs, snap.stack, lookup)
         assert result.complete and 20 <= len(result.addresses) <= 22, result
@@ -128,9 +134,9 @@ def test_walk_cost_per_twenty_frames(workloads: Path, tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+    # Reported, not asserted (timings belong to benchmarks): run with -s to see it.
     print(f"\nwalk_copied_stack: {per_walk_us:.1f} µs per {len(result.addresses)}-frame walk")
     sys.stdout.flush()
-    assert per_walk_us < 500  # generous: a slow CI machine; typical is far below
 
 
 def _time_walks(snap: Snapshot, lookup: TableLookup, walks: int = 2000) -> float:
