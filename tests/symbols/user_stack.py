@@ -20,6 +20,7 @@ from bpftop.symbols.stack_walk import UserRegs
 PTRACE_GETREGS = 12
 PTRACE_ATTACH = 16
 PTRACE_DETACH = 17
+WALL = 0x40000000
 # user_regs_struct: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi
 # orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs.
 USER_REGS_WORDS = 27
@@ -43,10 +44,11 @@ def _ptrace(request: int, pid: int, data: object = None) -> None:
 
 
 def snapshot(pid: int, size: int = 16384) -> Snapshot:
-    """Stop ``pid``, take its registers and stack copy, and let it go on."""
+    """Stop ``pid`` (a process or one thread's tid), take its registers and
+    stack copy, and let it go on."""
     _ptrace(PTRACE_ATTACH, pid)
     try:
-        _, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(pid, WALL)  # __WALL: ``pid`` may be a thread
         assert os.WIFSTOPPED(status), f"not stopped: {status:#x}"
         words = (ctypes.c_uint64 * USER_REGS_WORDS)()
         _ptrace(PTRACE_GETREGS, pid, ctypes.addressof(words))
