@@ -15,7 +15,11 @@ yet, so the walk falls back to the frame pointer there, as the kernel's walker
 does), and :meth:`ProcessTables.build_missing` builds or loads the missing
 tables (:class:`UnwindCache`: seconds cold, milliseconds from disk) on a
 worker thread. They share plain dicts whose single-item reads and writes
-are atomic under the GIL. Nothing here raises for a process that is gone.
+are atomic under the GIL. A lookup may re-read the maps on its caller's
+thread (a few ms, rate-limited), and the first :meth:`lookup_for` of a pid
+reads them there too. Processes are keyed by pid (the tgid: threads share
+the maps): call :meth:`ProcessTables.forget` when one exits, so a recycled
+pid starts afresh. Nothing here raises for a process that is gone.
 """
 
 from __future__ import annotations

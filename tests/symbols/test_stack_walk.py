@@ -171,3 +171,9 @@ def test_max_frames() -> None:
 
 def test_zero_ip_gives_an_empty_stack() -> None:
     assert _walk(0, {}) == WalkResult((), False, StopReason.ZERO_PC)
+
+
+def test_the_copy_may_be_a_memoryview() -> None:
+    data = memoryview(_stack({8: _at(MID + 5), 16: _at(START + 9)}, 64))
+    result = walk_copied_stack(UserRegs(_at(LEAF + 4), SP, 0), data, _lookup)
+    assert result.complete and len(result.addresses) == 3
