@@ -120,6 +120,18 @@ class UnwindTable:
         pc, cfa, rbp, ra, kind, arg = ROW_FORMAT.unpack_from(self.packed, at * ROW_SIZE)
         return UnwindRow(pc, RowKind(kind), cfa, rbp, ra, arg)
 
+    def raw_row(self, vaddr: int) -> tuple[int, int, int, int, int, int] | None:
+        """The fields of the row in force at ``vaddr`` as plain ints (pc, cfa_offset,
+        rbp_offset, ra_offset, kind, arg), or None before the first row: the
+        allocation-light form of :meth:`lookup` for walkers on a hot path."""
+        at = bisect.bisect_right(self._pcs, vaddr) - 1
+        if at < 0:
+            return None
+        fields: tuple[int, int, int, int, int, int] = ROW_FORMAT.unpack_from(
+            self.packed, at * ROW_SIZE
+        )
+        return fields
+
     def kinds(self) -> dict[RowKind, int]:
         """How many rows of each kind (for diagnostics and benchmarks)."""
         counts: dict[RowKind, int] = {}
