@@ -121,8 +121,17 @@ def _outcome(w: Watched, clock: Clock | None, profile: Profile, script_s: float 
         cpu_s=w.cpu_s,
         rss_mib=w.peak_rss_kib / 1024,
         samples=profile.samples,
-        note="" if w.status == 0 else f"exit {w.status}: {w.stderr.splitlines()[-1:]}",
+        note=_note(w, profile, clock),
     )
+
+
+def _note(w: Watched, profile: Profile, clock: Clock | None) -> str:
+    if w.status != 0:
+        return f"exit {w.status}: {w.stderr[-160:]!r}"
+    if profile.earliest is None and clock is not None:
+        pass_s = clock.count * clock.period_s
+        return f"no workload function sampled (later than its {pass_s:.0f} s? raise --period-ms)"
+    return ""
 
 
 def attach(tool: str, opts: Options) -> Outcome:
@@ -159,7 +168,7 @@ def short(tool: str, opts: Options) -> Outcome:
     finally:
         stop(workload)
     profile, _ = _read(tool, out)
-    note = "" if watched.status == 0 else f"exit {watched.status}"
+    note = "" if watched.status == 0 else f"exit {watched.status}: {watched.stderr[-160:]!r}"
     return Outcome(samples=profile.samples, note=note)
 
 
@@ -215,7 +224,7 @@ def rows(opts: Options) -> tuple[tuple[str, str, str, str], ...]:
         (
             "short",
             "samples",
-            f"samples of a process exiting {opts.life_s} s after launch",
+            f"samples, target exits {opts.life_s} s after launch (>=0.9)",
             "{:.0f}",
         ),
     )
