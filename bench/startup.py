@@ -78,6 +78,7 @@ class Outcome:
     cpu_s: float | None = None  # CPU of the whole command
     rss_mib: float | None = None
     samples: int | None = None
+    span_s: float | None = None  # first to last workload function sampled
     steady_pct: float | None = None  # % of one core in steady state
     note: str = ""
 
@@ -121,8 +122,15 @@ def _outcome(w: Watched, clock: Clock | None, profile: Profile, script_s: float 
         cpu_s=w.cpu_s,
         rss_mib=w.peak_rss_kib / 1024,
         samples=profile.samples,
+        span_s=_span(profile, clock),
         note=_note(w, profile, clock),
     )
+
+
+def _span(profile: Profile, clock: Clock | None) -> float | None:
+    if clock is None or profile.earliest is None or profile.latest is None:
+        return None
+    return (profile.latest - profile.earliest + 1) * clock.period_s
 
 
 def _note(w: Watched, profile: Profile, clock: Clock | None) -> str:
@@ -220,6 +228,7 @@ def rows(opts: Options) -> tuple[tuple[str, str, str, str], ...]:
         ("attach", "cpu_s", "CPU, whole 1 s record (CPU-s)", "{:.2f}"),
         ("attach", "rss_mib", "peak RSS, 1 s record (MiB)", "{:.0f}"),
         ("attach", "samples", "samples in the 1 s record", "{:.0f}"),
+        ("attach", "span_s", "  first to last sample in it (s)", "{:.2f}"),
         ("steady", "steady_pct", f"CPU recording at {opts.hz} Hz, steady (% of a core)", "{:.2f}"),
         (
             "short",

@@ -55,10 +55,12 @@ class Clock:
 
 @dataclass(frozen=True)
 class Profile:
-    """What a profile says: its samples and the earliest workload function in it."""
+    """What a profile says: its samples and the earliest and latest workload
+    functions in it (indices of the first pass)."""
 
     samples: int
     earliest: int | None
+    latest: int | None = None
 
 
 @dataclass(frozen=True)
@@ -142,12 +144,13 @@ def _follow(
 
 
 def process_cpu_s(pid: int) -> float | None:
-    """User + system CPU of a live process, all its threads (clock-tick resolution)."""
+    """User + system CPU of a live process, all its threads and its reaped
+    children (clock-tick resolution)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime
+    return sum(int(f) for f in fields[11:15]) * TICK_S  # utime, stime, cutime, cstime
 
 
 def threads_cpu_s(pid: int) -> float:
@@ -172,7 +175,7 @@ def sampling(pid: int) -> bool:
 
 def read_folded(path: Path) -> Profile:
     """bpftop's folded output: ``frame;frame;... COUNT`` lines."""
-    samples, earliest = 0, None
+    samples, seen = 0, set[int]()
     if not path.exists():
         return Profile(0, None)
     for line in path.read_text().splitlines():
@@ -180,8 +183,8 @@ def read_folded(path: Path) -> Profile:
         if not stack:
             continue
         samples += int(count)
-        earliest = _earlier(earliest, FN.search(stack))
-    return Profile(samples, earliest)
+        seen.update(int(m.group(1), 16) for m in FN.finditer(stack))
+    return _profile(samples, seen)
 
 
 def read_perf(data: Path) -> tuple[Profile, float]:
@@ -196,17 +199,14 @@ def read_perf(data: Path) -> tuple[Profile, float]:
         check=False,
     ).stdout
     took = time.monotonic() - started
-    samples, earliest = 0, None
+    samples, seen = 0, set[int]()
     for line in out.splitlines():
         if line.strip().isdigit():
             samples += 1  # a sample's header line (its pid); its frames follow
         else:
-            earliest = _earlier(earliest, FN.search(line))
-    return Profile(samples, earliest), took
+            seen.update(int(m.group(1), 16) for m in FN.finditer(line))
+    return _profile(samples, seen), took
 
 
-def _earlier(earliest: int | None, match: re.Match[str] | None) -> int | None:
-    if match is None:
-        return earliest
-    index = int(match.group(1), 16)
-    return index if earliest is None else min(earliest, index)
+def _profile(samples: int, seen: set[int]) -> Profile:
+    return Profile(samples, min(seen, default=None), max(seen, default=None))
