@@ -1,9 +1,10 @@
 """Start-up and footprint of ``bpftop record`` against ``perf record``, in the same run.
 
 The target is tests/workloads/startup: 4096 distinct functions run in turn,
-each until its own CLOCK_MONOTONIC deadline (10 ms apart by default), and the
-workload writes the time it started. The earliest function in a profile
-therefore dates the profile's first sample. Each run alternates the tools
+each until its own CLOCK_MONOTONIC deadline (15 ms apart by default: a 61 s
+pass), and the workload writes the time it started. The earliest function in
+a profile therefore dates the profile's first sample (checked once against
+``perf record -k CLOCK_MONOTONIC``'s own timestamps: same function). Each run alternates the tools
 (bpftop first on odd runs, perf first on even ones); the table shows medians.
 
   attach   the workload runs; then, at launch time T0, ``bpftop record -p PID
@@ -28,6 +29,7 @@ therefore dates the profile's first sample. Each run alternates the tools
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -196,7 +198,7 @@ def steady(tool: str, opts: Options) -> Outcome:
         cpu1, t1 = threads_cpu_s(proc.pid), time.monotonic()
         alive = proc.poll() is None
     finally:
-        proc.send_signal(2)
+        proc.send_signal(signal.SIGINT)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -266,7 +268,7 @@ def print_table(results: dict[str, dict[str, list[Outcome]]], opts: Options) -> 
 def _describe(o: Outcome) -> str:
     shown = {
         "first": o.first_s, "wall": o.wall_s, "cpu": o.cpu_s, "rss": o.rss_mib,
-        "samples": o.samples, "steady%": o.steady_pct,
+        "samples": o.samples, "span": o.span_s, "steady%": o.steady_pct,
     }  # fmt: skip
     text = " ".join(f"{k}={v:.3g}" for k, v in shown.items() if v is not None)
     return f"{text} {o.note}".strip()
@@ -280,7 +282,9 @@ def main() -> None:
     parser.add_argument("--hz", type=int, default=99)
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     parser.add_argument("--skip-perf", action="store_true", help="bpftop only")
-    parser.add_argument("--period-ms", type=float, default=10.0, help="each function's time slot")
+    parser.add_argument(
+        "--period-ms", type=float, default=15.0, help="each function's time slot (ms)"
+    )
     parser.add_argument("--life-s", type=float, default=1.5, help="the short-lived target's life")
     parser.add_argument("--settle-s", type=float, default=5.0)
     parser.add_argument("--steady-s", type=float, default=10.0)
@@ -293,6 +297,7 @@ def main() -> None:
             args.hz, args.period_ms, args.life_s, args.settle_s, args.steady_s, args.timeout_s,
             Path(work),
         )  # fmt: skip
+        print(__doc__.split("\n\n    sudo")[0].split("\n\n", 1)[1] + "\n")
         print(f"workload {STARTUP} (4096 functions x {args.period_ms} ms), {args.hz} Hz, "
               f"{args.runs} run(s), tools alternate", flush=True)  # fmt: skip
         for run in range(args.runs):

@@ -104,9 +104,13 @@ def watch(
         )
     try:
         timeline, status, usage = _follow(proc, launched, timeout_s)
-    except BaseException:  # Ctrl-C: leave no profiler behind
-        proc.kill()
-        proc.wait()
+    except BaseException:  # Ctrl-C: leave no profiler behind (nor what it started)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         raise
     ended = time.monotonic()
     proc.returncode = os.waitstatus_to_exitcode(status)
