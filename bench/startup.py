@@ -15,8 +15,10 @@ a profile therefore dates the profile's first sample (checked once against
            text, which bpftop's file already is); the command's CPU until the
            first sample (/proc/PID/stat, 10 ms ticks, polled every 10 ms) and
            in all (wait4); peak RSS (wait4's ru_maxrss).
-  command  ``bpftop record -- startup -x 1`` / ``perf record -g -- startup -x 1``:
-           launch -> first sample (the workload starts only when the tool lets it).
+  command  ``bpftop record -- startup -x 3`` / ``perf record -g -- startup -x 3``,
+           until it exits: launch -> first sample (the workload starts only
+           when the tool lets it), launch -> file, and the share of samples
+           whose stack names the workload's function (not [unknown]).
   short    a workload that exits LIFE s (1.5) after the tool's launch, recorded
            with ``-p PID`` until it exits: the samples each tool got.
   steady   a long-running workload: CPU of the tool (schedstat, all threads)
@@ -63,6 +65,7 @@ class Options:
     hz: int
     period_ms: float
     life_s: float
+    command_s: float
     settle_s: float
     steady_s: float
     timeout_s: float
@@ -81,6 +84,7 @@ class Outcome:
     rss_mib: float | None = None
     samples: int | None = None
     span_s: float | None = None  # first to last workload function sampled
+    named_pct: float | None = None  # samples whose stack names a workload function
     steady_pct: float | None = None  # % of one core in steady state
     note: str = ""
 
@@ -125,6 +129,7 @@ def _outcome(w: Watched, clock: Clock | None, profile: Profile, script_s: float 
         rss_mib=w.peak_rss_kib / 1024,
         samples=profile.samples,
         span_s=_span(profile, clock),
+        named_pct=100 * profile.named / profile.samples if profile.samples else None,
         note=_note(w, profile, clock),
     )
 
@@ -158,11 +163,13 @@ def attach(tool: str, opts: Options) -> Outcome:
 
 def command(tool: str, opts: Options) -> Outcome:
     out, start, err = _paths(tool, opts)
-    cmd = [str(STARTUP), "-m", str(opts.period_ms), "-o", str(start), "-x", "1"]
+    cmd = [str(STARTUP), "-m", str(opts.period_ms), "-o", str(start), "-x", str(opts.command_s)]
     watched = watch(tool_argv(tool, ["--", *cmd], opts.hz, out, None), err, opts.timeout_s)
     clock = Clock.wait_for(start, timeout_s=0) if start.exists() else None
     o = _outcome(watched, clock, *_read(tool, out))
-    return Outcome(first_s=o.first_s, wall_s=o.wall_s, samples=o.samples, note=o.note)
+    return Outcome(
+        first_s=o.first_s, wall_s=o.wall_s, samples=o.samples, named_pct=o.named_pct, note=o.note
+    )
 
 
 def short(tool: str, opts: Options) -> Outcome:
@@ -225,7 +232,13 @@ def rows(opts: Options) -> tuple[tuple[str, str, str, str], ...]:
         ("command", "first_s", "launch -> first sample, -- COMMAND (s)", "{:.3f}"),
         ("attach", "wall_s", "record 1 s, -p PID: launch -> file written (s)", "{:.3f}"),
         ("attach", "script_s", "  ... -> symbolized text (perf: + perf script) (s)", "{:.3f}"),
-        ("command", "wall_s", "record -- COMMAND (runs 1 s): launch -> file (s)", "{:.3f}"),
+        (
+            "command",
+            "wall_s",
+            f"record -- COMMAND (runs {opts.command_s} s): launch -> file (s)",
+            "{:.3f}",
+        ),
+        ("command", "named_pct", "  samples naming the workload's function (%)", "{:.0f}"),
         ("attach", "cpu_first_s", "CPU until the first sample (CPU-s)", "{:.2f}"),
         ("attach", "cpu_s", "CPU, whole 1 s record (CPU-s)", "{:.2f}"),
         ("attach", "rss_mib", "peak RSS, 1 s record (MiB)", "{:.0f}"),
@@ -268,7 +281,7 @@ def print_table(results: dict[str, dict[str, list[Outcome]]], opts: Options) -> 
 def _describe(o: Outcome) -> str:
     shown = {
         "first": o.first_s, "wall": o.wall_s, "cpu": o.cpu_s, "rss": o.rss_mib,
-        "samples": o.samples, "span": o.span_s, "steady%": o.steady_pct,
+        "samples": o.samples, "named%": o.named_pct, "span": o.span_s, "steady%": o.steady_pct,
     }  # fmt: skip
     text = " ".join(f"{k}={v:.3g}" for k, v in shown.items() if v is not None)
     return f"{text} {o.note}".strip()
@@ -286,6 +299,7 @@ def main() -> None:
         "--period-ms", type=float, default=15.0, help="each function's time slot (ms)"
     )
     parser.add_argument("--life-s", type=float, default=1.5, help="the short-lived target's life")
+    parser.add_argument("--command-s", type=float, default=3.0, help="the -- COMMAND's life")
     parser.add_argument("--settle-s", type=float, default=5.0)
     parser.add_argument("--steady-s", type=float, default=10.0)
     parser.add_argument("--timeout-s", type=float, default=120.0, help="per command")
@@ -294,8 +308,8 @@ def main() -> None:
     results: dict[str, dict[str, list[Outcome]]] = {s: {t: [] for t in tools} for s in args.only}
     with tempfile.TemporaryDirectory(prefix="bpftop-startup-") as work:
         opts = Options(
-            args.hz, args.period_ms, args.life_s, args.settle_s, args.steady_s, args.timeout_s,
-            Path(work),
+            args.hz, args.period_ms, args.life_s, args.command_s, args.settle_s, args.steady_s,
+            args.timeout_s, Path(work),
         )  # fmt: skip
         print(__doc__.split("\n\n    sudo")[0].split("\n\n", 1)[1] + "\n")
         print(f"workload {STARTUP} (4096 functions x {args.period_ms} ms), {args.hz} Hz, "

@@ -61,6 +61,7 @@ class Profile:
     samples: int
     earliest: int | None
     latest: int | None = None
+    named: int = 0  # samples with a workload function among their frames
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def sampling(pid: int) -> bool:
 
 def read_folded(path: Path) -> Profile:
     """bpftop's folded output: ``frame;frame;... COUNT`` lines."""
-    samples, seen = 0, set[int]()
+    samples, named, seen = 0, 0, set[int]()
     if not path.exists():
         return Profile(0, None)
     for line in path.read_text().splitlines():
@@ -187,8 +188,10 @@ def read_folded(path: Path) -> Profile:
         if not stack:
             continue
         samples += int(count)
-        seen.update(int(m.group(1), 16) for m in FN.finditer(stack))
-    return _profile(samples, seen)
+        found = {int(m.group(1), 16) for m in FN.finditer(stack)}
+        named += int(count) if found else 0
+        seen |= found
+    return _profile(samples, named, seen)
 
 
 def read_perf(data: Path) -> tuple[Profile, float]:
@@ -203,14 +206,18 @@ def read_perf(data: Path) -> tuple[Profile, float]:
         check=False,
     ).stdout
     took = time.monotonic() - started
-    samples, seen = 0, set[int]()
+    samples, named, seen = 0, 0, set[int]()
+    counted = True  # whether the current sample has been counted as named
     for line in out.splitlines():
         if line.strip().isdigit():
             samples += 1  # a sample's header line (its pid); its frames follow
-        else:
-            seen.update(int(m.group(1), 16) for m in FN.finditer(line))
-    return _profile(samples, seen), took
+            counted = False
+        elif found := {int(m.group(1), 16) for m in FN.finditer(line)}:
+            named += 0 if counted else 1
+            counted = True
+            seen |= found
+    return _profile(samples, named, seen), took
 
 
-def _profile(samples: int, seen: set[int]) -> Profile:
-    return Profile(samples, min(seen, default=None), max(seen, default=None))
+def _profile(samples: int, named: int, seen: set[int]) -> Profile:
+    return Profile(samples, min(seen, default=None), max(seen, default=None), named)
