@@ -238,6 +238,7 @@ def rows(opts: Options) -> tuple[tuple[str, str, str, str], ...]:
             f"record -- COMMAND (runs {opts.command_s} s): launch -> file (s)",
             "{:.3f}",
         ),
+        ("command", "samples", "  samples in it", "{:.0f}"),
         ("command", "named_pct", "  samples naming the workload's function (%)", "{:.0f}"),
         ("attach", "cpu_first_s", "CPU until the first sample (CPU-s)", "{:.2f}"),
         ("attach", "cpu_s", "CPU, whole 1 s record (CPU-s)", "{:.2f}"),
