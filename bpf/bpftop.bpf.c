@@ -14,8 +14,24 @@
  * count and nanoseconds to wcounts[gen], with stacks in the run-long wstacks.
  */
 #include <uapi/linux/ptrace.h>
-#include <uapi/linux/bpf_perf_event.h>
 #include "bpftop.h"
+
+/* The perf-event program context, as <uapi/linux/bpf_perf_event.h> defines it
+ * (stable UAPI; on x86-64 bpf_user_pt_regs_t is struct pt_regs). Defined here
+ * because that header includes the kernel's <linux/ptrace.h>, which costs
+ * ~4 s of every compile (bench/compile_bench.py). The asserts pin the layout
+ * the kernel rewrites ctx accesses against. */
+#ifndef _UAPI__LINUX_BPF_PERF_EVENT_H__
+#define _UAPI__LINUX_BPF_PERF_EVENT_H__
+struct bpf_perf_event_data {
+    struct pt_regs regs;
+    __u64 sample_period;
+    __u64 addr;
+};
+#endif
+_Static_assert(sizeof(struct pt_regs) == 21 * 8, "x86-64 struct pt_regs");
+_Static_assert(__builtin_offsetof(struct bpf_perf_event_data, addr) == 22 * 8,
+               "bpf_perf_event_data layout");
 
 BPF_HASH(targets, u32, u8, TARGETS_SIZE);
 BPF_ARRAY(control, u32, CONTROL_SLOTS);

@@ -20,7 +20,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr, first_useful_line
-from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
+from bpftop.bpf.environment import HeaderChoice, choose_headers, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.maps_io import StackReader, clear_stacks, drain_hash
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
@@ -119,6 +119,12 @@ class CpuSampler:
             return text
         return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
+    def compile_inputs(self) -> tuple[str, list[str]]:
+        """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
+        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
+        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        return self._source_text(), cflags
+
     def load(self) -> None:
         """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
         first data), then attach. Raises BpfLoadError."""
@@ -126,12 +132,11 @@ class CpuSampler:
         headers = choose_headers()
         self.header_note = headers.note
         ensure_tracefs()
-        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
-        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        text, cflags = self.compile_inputs()
         failure: Exception | None = None
-        with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
+        with kernel_source(headers), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(text=self._source_text().encode(), cflags=cflags)  # type: ignore[attr-defined]
+                self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._load_handlers(bcc)
@@ -352,11 +357,12 @@ class CpuSampler:
         self._lost += lost
 
 
-class _kernel_source:
-    """Set BCC_KERNEL_SOURCE for the duration of a compile (libbcc reads getenv)."""
+class kernel_source:
+    """Set BCC_KERNEL_SOURCE to fallback headers for the duration of a compile
+    (libbcc reads getenv); the running kernel's own headers need nothing."""
 
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
+    def __init__(self, headers: HeaderChoice) -> None:
+        self._path = headers.path if headers.fallback else None
         self._old: str | None = None
 
     def __enter__(self) -> None:

@@ -1,0 +1,101 @@
+"""Compile benchmark: how long BCC takes to compile and load bpftop's program.
+
+    .venv/bin/python -m bench.compile_bench [ROUNDS]      (root; default 3 rounds)
+
+Each round compiles, in turn, with the flags and headers ``CpuSampler.load``
+uses (fallback headers included): ``trivial``, a one-handler reference program
+(what any BCC tool pays); ``program``, bpftop's whole program (the walker
+appended); ``no-walker``, the program with the walker's hook stubbed out; and
+``+perf-include``, the whole program with ``#include
+<uapi/linux/bpf_perf_event.h>`` put back in front (what it cost before the
+program defined ``struct bpf_perf_event_data`` itself). After each compile,
+every program in it is loaded (verified) and that is timed apart. Rounds are
+interleaved so that a busy machine slows every variant alike; the medians are
+printed at the end.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
+from bpftop.bpf.environment import choose_headers, import_bcc
+from bpftop.bpf.program import CpuSampler, kernel_source
+
+TRIVIAL = """
+BPF_HASH(hits, u32, u64, 16);
+int on_cpu_sample(struct pt_regs *ctx) {
+    u32 key = 0;
+    u64 zero = 0, *n = hits.lookup_or_try_init(&key, &zero);
+    if (n)
+        __sync_fetch_and_add(n, 1);
+    return 0;
+}
+"""
+WALKER_STUB = """
+static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active) {}
+"""
+PERF_INCLUDE = "#include <uapi/linux/bpf_perf_event.h>\n"
+
+
+def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
+    """name -> (text, cflags, [(function, BCC program type name)]) to load."""
+    text, cflags = CpuSampler(unwind="auto").compile_inputs()
+    base = CpuSampler(unwind="fp").source.read_text()
+    handlers = [(n, "PERF_EVENT") for n in PERF_HANDLERS]
+    handlers += [(n, "KPROBE") for n in PROBE_HANDLERS]
+    handlers += [(n, "TRACEPOINT") for n in TRACEPOINT_HANDLERS]
+    walker = [*handlers, (b"unwind_walk", "PERF_EVENT")]
+    return {
+        "trivial": (TRIVIAL, [], [(b"on_cpu_sample", "PERF_EVENT")]),
+        "program": (text, cflags, walker),
+        "no-walker": (base + WALKER_STUB, cflags, handlers),
+        "+perf-include": (PERF_INCLUDE + text, cflags, walker),
+    }
+
+
+def timed(what: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = what()
+    return time.perf_counter() - start, result
+
+
+def measure(text: str, cflags: list[str], funcs: list[tuple[bytes, str]]) -> tuple[float, float]:
+    """(compile_s, load_s) of one program."""
+    bcc: Any = import_bcc()
+    with kernel_source(choose_headers()):
+        compile_s, bpf = timed(lambda: bcc.BPF(text=text.encode(), cflags=cflags))
+    try:
+        load_s, _ = timed(
+            lambda: [bpf.load_func(name, getattr(bcc.BPF, kind)) for name, kind in funcs]
+        )
+    finally:
+        bpf.cleanup()
+    return compile_s, load_s
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    programs = variants()
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in programs}
+    for round_no in range(rounds):
+        for name, (text, cflags, funcs) in programs.items():
+            compile_s, load_s = measure(text, cflags, funcs)
+            times[name].append((compile_s, load_s))
+            print(
+                f"round {round_no + 1} {name:14} compile {compile_s:6.2f} s  load {load_s:5.2f} s"
+            )
+    print(f"\nmedians of {rounds} rounds:")
+    for name, runs in times.items():
+        compile_s = statistics.median(c for c, _ in runs)
+        load_s = statistics.median(v for _, v in runs)
+        print(f"  {name:14} compile {compile_s:6.2f} s  load {load_s:5.2f} s")
+
+
+if __name__ == "__main__":
+    main()
