@@ -5,7 +5,8 @@
 Each round compiles, in turn, with the flags and headers ``CpuSampler.load``
 uses (fallback headers included): ``trivial``, a one-handler reference program
 (what any BCC tool pays); ``program``, bpftop's whole program (the walker
-appended); ``no-walker``, the program with the walker's hook stubbed out; and
+appended: ``--unwind auto``, the default); ``no-walker``, the program as
+``--unwind fp`` compiles it (the walker's hook stubbed out); and
 ``+perf-include``, the whole program with ``#include
 <uapi/linux/bpf_perf_event.h>`` put back in front (what it cost before the
 program defined ``struct bpf_perf_event_data`` itself). After each compile,
@@ -36,17 +37,13 @@ int on_cpu_sample(struct pt_regs *ctx) {
     return 0;
 }
 """
-WALKER_STUB = """
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
-                                              struct sample_key *key, u32 active) {}
-"""
 PERF_INCLUDE = "#include <uapi/linux/bpf_perf_event.h>\n"
 
 
 def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
     """name -> (text, cflags, [(function, BCC program type name)]) to load."""
     text, cflags = CpuSampler(unwind="auto").compile_inputs()
-    base = CpuSampler(unwind="fp").source.read_text()
+    fp_text, fp_cflags = CpuSampler(unwind="fp").compile_inputs()
     handlers = [(n, "PERF_EVENT") for n in PERF_HANDLERS]
     handlers += [(n, "KPROBE") for n in PROBE_HANDLERS]
     handlers += [(n, "TRACEPOINT") for n in TRACEPOINT_HANDLERS]
@@ -54,7 +51,7 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
     return {
         "trivial": (TRIVIAL, [], [(b"on_cpu_sample", "PERF_EVENT")]),
         "program": (text, cflags, walker),
-        "no-walker": (base + WALKER_STUB, cflags, handlers),
+        "no-walker": (fp_text, fp_cflags, handlers),
         "+perf-include": (PERF_INCLUDE + text, cflags, walker),
     }
 

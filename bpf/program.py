@@ -73,8 +73,11 @@ class CpuSampler:
             "STACK_STORAGE_SIZE": stack_storage_size,
             "WSTACK_STORAGE_SIZE": wstack_storage_size,
             "TARGETS_SIZE": targets_size,
-            "UNWIND_ROWS_SIZE": unwind_rows if unwind != "fp" else 1,
         }
+        if unwind == "fp":
+            self.defines["NO_WALKER"] = 1  # the walker is not appended (see _source_text)
+        else:
+            self.defines["UNWIND_ROWS_SIZE"] = unwind_rows
         self._pids: tuple[int, ...] = ()
         self._attachment: Attachment | None = None
         self._retired: list[Attachment] = []  # muted, detached at the next drain
@@ -113,9 +116,10 @@ class CpuSampler:
         return f"/* -D flags */\n{defines}\n{self._source_text()}"
 
     def _source_text(self) -> str:
-        """The program; the walker is appended when it calls the walker's hook."""
+        """The program; the walker is appended when it calls the walker's hook
+        (unless --unwind fp: then NO_WALKER stubs the hook out)."""
         text = self.source.read_text()
-        if not _calls_walker(text):
+        if self.unwind == "fp" or not _calls_walker(text):
             return text
         return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
 
