@@ -12,7 +12,9 @@ appended: ``--unwind auto``, the default); ``no-walker``, the program as
 program defined ``struct bpf_perf_event_data`` itself). After each compile,
 every program in it is loaded (verified) and that is timed apart. Rounds are
 interleaved so that a busy machine slows every variant alike; the medians are
-printed at the end.
+printed at the end. Compiles are also timed in CPU seconds of this process
+(``time.process_time``: one thread compiles), which other work on a shared
+machine inflates far less than wall time.
 """
 
 from __future__ import annotations
@@ -56,42 +58,45 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
     }
 
 
-def timed(what: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
+def timed(what: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall s, CPU s, result) of ``what()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
     result = what()
-    return time.perf_counter() - start, result
+    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
-def measure(text: str, cflags: list[str], funcs: list[tuple[bytes, str]]) -> tuple[float, float]:
-    """(compile_s, load_s) of one program."""
+def measure(
+    text: str, cflags: list[str], funcs: list[tuple[bytes, str]]
+) -> tuple[float, float, float]:
+    """(compile wall s, compile CPU s, load wall s) of one program."""
     bcc: Any = import_bcc()
     with kernel_source(choose_headers()):
-        compile_s, bpf = timed(lambda: bcc.BPF(text=text.encode(), cflags=cflags))
+        compile_s, cpu_s, bpf = timed(lambda: bcc.BPF(text=text.encode(), cflags=cflags))
     try:
-        load_s, _ = timed(
+        load_s, _, _ = timed(
             lambda: [bpf.load_func(name, getattr(bcc.BPF, kind)) for name, kind in funcs]
         )
     finally:
         bpf.cleanup()
-    return compile_s, load_s
+    return compile_s, cpu_s, load_s
 
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     programs = variants()
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in programs}
+    times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in programs}
     for round_no in range(rounds):
         for name, (text, cflags, funcs) in programs.items():
-            compile_s, load_s = measure(text, cflags, funcs)
-            times[name].append((compile_s, load_s))
-            print(
-                f"round {round_no + 1} {name:14} compile {compile_s:6.2f} s  load {load_s:5.2f} s"
-            )
+            times[name].append(measure(text, cflags, funcs))
+            print(f"round {round_no + 1} {_line(name, [times[name][-1]])}", flush=True)
     print(f"\nmedians of {rounds} rounds:")
     for name, runs in times.items():
-        compile_s = statistics.median(c for c, _ in runs)
-        load_s = statistics.median(v for _, v in runs)
-        print(f"  {name:14} compile {compile_s:6.2f} s  load {load_s:5.2f} s")
+        print(f"  {_line(name, runs)}")
+
+
+def _line(name: str, runs: list[tuple[float, float, float]]) -> str:
+    wall, cpu, load = (statistics.median(run[i] for run in runs) for i in range(3))
+    return f"{name:14} compile {wall:6.2f} s ({cpu:5.2f} s CPU)  load {load:5.2f} s"
 
 
 if __name__ == "__main__":
