@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
-from bpftop.bpf.environment import choose_headers, import_bcc
-from bpftop.bpf.program import CpuSampler, kernel_source
+from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
+from bpftop.bpf.program import CpuSampler
 
 TRIVIAL = """
 BPF_HASH(hits, u32, u64, 16);

@@ -20,7 +20,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr, first_useful_line
-from bpftop.bpf.environment import HeaderChoice, choose_headers, ensure_tracefs, import_bcc
+from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.maps_io import StackReader, clear_stacks, drain_hash
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
@@ -359,30 +359,6 @@ class CpuSampler:
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost
-
-
-class kernel_source:
-    """Set BCC_KERNEL_SOURCE to fallback headers for the duration of a compile
-    (libbcc reads getenv); the running kernel's own headers need nothing."""
-
-    def __init__(self, headers: HeaderChoice) -> None:
-        self._path = headers.path if headers.fallback else None
-        self._old: str | None = None
-
-    def __enter__(self) -> None:
-        import os
-
-        self._old = os.environ.get("BCC_KERNEL_SOURCE")
-        if self._path is not None:
-            os.environ["BCC_KERNEL_SOURCE"] = str(self._path)
-
-    def __exit__(self, *exc: object) -> None:
-        import os
-
-        if self._old is None:
-            os.environ.pop("BCC_KERNEL_SOURCE", None)
-        else:
-            os.environ["BCC_KERNEL_SOURCE"] = self._old
 
 
 def _calls_walker(program: str) -> bool:
