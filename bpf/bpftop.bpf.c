@@ -14,8 +14,24 @@
  * count and nanoseconds to wcounts[gen], with stacks in the run-long wstacks.
  */
 #include <uapi/linux/ptrace.h>
-#include <uapi/linux/bpf_perf_event.h>
 #include "bpftop.h"
+
+/* The perf-event program context, as <uapi/linux/bpf_perf_event.h> defines it
+ * (stable UAPI; on x86-64 bpf_user_pt_regs_t is struct pt_regs). Defined here
+ * because that header includes the kernel's <linux/ptrace.h>, which costs
+ * ~4 s of every compile (bench/compile_bench.py). The asserts pin the layout
+ * the kernel rewrites ctx accesses against. */
+#ifndef _UAPI__LINUX_BPF_PERF_EVENT_H__
+#define _UAPI__LINUX_BPF_PERF_EVENT_H__
+struct bpf_perf_event_data {
+    struct pt_regs regs;
+    __u64 sample_period;
+    __u64 addr;
+};
+#endif
+_Static_assert(sizeof(struct pt_regs) == 21 * 8, "x86-64 struct pt_regs");
+_Static_assert(__builtin_offsetof(struct bpf_perf_event_data, addr) == 22 * 8,
+               "bpf_perf_event_data layout");
 
 BPF_HASH(targets, u32, u8, TARGETS_SIZE);
 BPF_ARRAY(control, u32, CONTROL_SLOTS);
@@ -129,9 +145,16 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
 }
 
 /* The .eh_frame walker lives in unwind.bpf.c, which program.py appends to this
- * file (BCC rewrites map calls and finds programs only in its main file). */
+ * file (BCC rewrites map calls and finds programs only in its main file).
+ * With --unwind fp it is left out (NO_WALKER: ~1 s less to compile) and
+ * user stacks come from get_stackid alone. */
+#ifdef NO_WALKER
+static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active) {}
+#else
 static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
                                               struct sample_key *key, u32 active);
+#endif
 
 /* One count for the current thread's (user, kernel) stack. For perf events
  * (`perf` set: profile, software, hardware) the user stack may be walked from

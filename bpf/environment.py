@@ -40,6 +40,26 @@ class HeaderChoice:
         return f"no headers for kernel {platform.release()}: compiled with {self.path.name} headers"
 
 
+class kernel_source:
+    """Set BCC_KERNEL_SOURCE to fallback headers for the duration of a compile
+    (libbcc reads getenv); the running kernel's own headers need nothing."""
+
+    def __init__(self, headers: HeaderChoice) -> None:
+        self._path = headers.path if headers.fallback else None
+        self._old: str | None = None
+
+    def __enter__(self) -> None:
+        self._old = os.environ.get("BCC_KERNEL_SOURCE")
+        if self._path is not None:
+            os.environ["BCC_KERNEL_SOURCE"] = str(self._path)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old is None:
+            os.environ.pop("BCC_KERNEL_SOURCE", None)
+        else:
+            os.environ["BCC_KERNEL_SOURCE"] = self._old
+
+
 def check_privileges() -> None:
     """Raise PermissionsError unless we can load BPF and open perf events."""
     caps = _effective_caps()

@@ -20,7 +20,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr, first_useful_line
-from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc
+from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.maps_io import StackReader, clear_stacks, drain_hash
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
@@ -73,8 +73,11 @@ class CpuSampler:
             "STACK_STORAGE_SIZE": stack_storage_size,
             "WSTACK_STORAGE_SIZE": wstack_storage_size,
             "TARGETS_SIZE": targets_size,
-            "UNWIND_ROWS_SIZE": unwind_rows if unwind != "fp" else 1,
         }
+        if unwind == "fp":
+            self.defines["NO_WALKER"] = 1  # the walker is not appended (see _source_text)
+        else:
+            self.defines["UNWIND_ROWS_SIZE"] = unwind_rows
         self._pids: tuple[int, ...] = ()
         self._attachment: Attachment | None = None
         self._retired: list[Attachment] = []  # muted, detached at the next drain
@@ -113,11 +116,18 @@ class CpuSampler:
         return f"/* -D flags */\n{defines}\n{self._source_text()}"
 
     def _source_text(self) -> str:
-        """The program; the walker is appended when it calls the walker's hook."""
+        """The program; the walker is appended when it calls the walker's hook
+        (unless --unwind fp: then NO_WALKER stubs the hook out)."""
         text = self.source.read_text()
-        if not _calls_walker(text):
+        if self.unwind == "fp" or not _calls_walker(text):
             return text
         return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
+
+    def compile_inputs(self) -> tuple[str, list[str]]:
+        """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
+        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
+        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        return self._source_text(), cflags
 
     def load(self) -> None:
         """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
@@ -126,12 +136,11 @@ class CpuSampler:
         headers = choose_headers()
         self.header_note = headers.note
         ensure_tracefs()
-        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
-        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
+        text, cflags = self.compile_inputs()
         failure: Exception | None = None
-        with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
+        with kernel_source(headers), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(text=self._source_text().encode(), cflags=cflags)  # type: ignore[attr-defined]
+                self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._load_handlers(bcc)
@@ -350,29 +359,6 @@ class CpuSampler:
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost
-
-
-class _kernel_source:
-    """Set BCC_KERNEL_SOURCE for the duration of a compile (libbcc reads getenv)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self._path = path
-        self._old: str | None = None
-
-    def __enter__(self) -> None:
-        import os
-
-        self._old = os.environ.get("BCC_KERNEL_SOURCE")
-        if self._path is not None:
-            os.environ["BCC_KERNEL_SOURCE"] = str(self._path)
-
-    def __exit__(self, *exc: object) -> None:
-        import os
-
-        if self._old is None:
-            os.environ.pop("BCC_KERNEL_SOURCE", None)
-        else:
-            os.environ["BCC_KERNEL_SOURCE"] = self._old
 
 
 def _calls_walker(program: str) -> bool:

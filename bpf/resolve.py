@@ -7,7 +7,8 @@ process really maps), then through ldconfig and PATH. SYMBOL globs are
 matched against the binary's function symbols (BCC enumerates them), capped
 at :data:`MAX_SITES`; a symbol that matches nothing gets near matches in the
 error. Kernel features the spec needs (kprobes, a hardware PMU, tracefs
-events) are checked here and named in the error when missing.
+events) are checked here and named in the error when missing;
+:func:`check_up_front` runs the same checks before the compile.
 """
 
 from __future__ import annotations
@@ -78,6 +79,21 @@ def resolve(spec: ProbeSpec, pids: Sequence[int], system_wide: bool = False) -> 
     if kind is ProbeKind.USDT:
         return Plan(spec, sites=_usdt_sites(spec, targets))
     return Plan(spec, sites=_symbol_sites(spec, targets))
+
+
+USER_KINDS = (ProbeKind.UPROBE, ProbeKind.URETPROBE, ProbeKind.USDT)
+
+
+def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: bool) -> None:
+    """Raise what :func:`resolve` would for ``spec``, before anything is compiled.
+
+    ``pids`` None: the targets do not exist yet (``-- COMMAND``), so a user
+    TARGET given by name (``uprobe:c:malloc``: found in the targets' own maps)
+    is left to ``resolve`` at attach time; paths, tracepoints, kprobes and
+    hardware events are checked all the same."""
+    if pids is None and spec.kind in USER_KINDS and "/" not in spec.target:
+        return
+    resolve(spec, pids or (), system_wide)
 
 
 def kprobes_available() -> bool:

@@ -1,10 +1,10 @@
 """What the live view and ``record`` share: up-front checks, the collector, clean ends.
 
-Owns :func:`check` (validate the arguments before anything touches the
-kernel, and build the sampler), :func:`make_collector` (for the chosen
-targets; ``-- COMMAND`` is started held here), :func:`end_launched` (a
-command bpftop started ends with bpftop) and :func:`on_signals` (Ctrl-C,
-SIGTERM and SIGHUP stop cleanly).
+Owns :func:`check` (validate the arguments, the probe included, before
+anything is compiled or touches the kernel, and build the sampler),
+:func:`make_collector` (for the chosen targets; ``-- COMMAND`` is started
+held here), :func:`end_launched` (a command bpftop started ends with bpftop)
+and :func:`on_signals` (Ctrl-C, SIGTERM and SIGHUP stop cleanly).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from types import FrameType
 
 import psutil
 
-from bpftop.bpf.environment import check_privileges, import_bcc
+from bpftop.bpf.environment import check_privileges, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import NoSuchProcessError, UsageError
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
+from bpftop.bpf.resolve import check_up_front
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.targets import launch_held
 
@@ -56,7 +57,17 @@ def check(args: argparse.Namespace) -> CpuSampler | None:
             raise NoSuchProcessError(f"no process with pid {pid}", "check the pid with ps or pgrep")
     check_privileges()
     import_bcc()
+    _check_probe(sampler, args)
     return sampler
+
+
+def _check_probe(sampler: CpuSampler, args: argparse.Namespace) -> None:
+    """A probe that cannot be attached fails now, not after the compile (the
+    same error ``sampler.start()`` would raise; a library a command not yet
+    started will map is looked up then)."""
+    ensure_tracefs()
+    pids = None if args.command else (args.pids or ())
+    check_up_front(sampler.spec, pids, sampler.any_process)
 
 
 def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: float) -> Collector:
