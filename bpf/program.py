@@ -277,6 +277,15 @@ class CpuSampler:
         self._last_drain = now
         return tick
 
+    def first_sample_ns(self) -> dict[int, int]:
+        """CPU -> CLOCK_MONOTONIC ns of the first perf-event sample there (0: none
+        yet); empty for a program without the ``first_ns`` map."""
+        try:
+            table = self._bpf[b"first_ns"]
+        except KeyError:
+            return {}
+        return {cpu: int(ns) for cpu, ns in enumerate(table.getvalue(ct.c_int(0)))}
+
     def entries(self, map_name: str) -> int:
         """Entries in one map right now (walks the map: for tests and diagnostics)."""
         return sum(1 for _ in self._bpf[map_name.encode()])

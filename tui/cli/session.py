@@ -90,6 +90,15 @@ def end_launched(args: argparse.Namespace) -> None:
         proc.wait()
 
 
+def keep_stderr() -> None:
+    """Python's stderr writes go to a duplicate of fd 2: a compile still running
+    in the background (it redirects fd 2 to capture BCC's log) cannot swallow
+    what bpftop says at the end."""
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+        sys.stderr = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+
+
 def on_signals(handler: Callable[[], object]) -> None:
     """Ctrl-C, SIGTERM and SIGHUP all mean: stop cleanly, keep what we have."""
 

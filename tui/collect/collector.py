@@ -19,19 +19,27 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import psutil
 
 from bpftop.bpf.errors import BpftopError
-from bpftop.bpf.probes import ProbeSpec, parse_spec
-from bpftop.bpf.raw import MapUsage, RawTick
-from bpftop.bpf.stats import ProgStats
+from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
+from bpftop.tui.collect.early import (
+    BPF_FP,
+    BPF_WALKER,
+    FIRST_TICK_S,
+    POLL_S,
+    BackgroundLoad,
+    EarlyFeed,
+    Qualities,
+)
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
+from bpftop.tui.collect.sampler import PERF_KINDS, Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     ProcessLabels,
@@ -44,30 +52,6 @@ from bpftop.tui.collect.targets import (
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
-
-
-class Sampler(Protocol):
-    """What the collector needs from bpf/ (CpuSampler implements it)."""
-
-    header_note: str
-    spec: ProbeSpec
-
-    @property
-    def probe(self) -> str: ...
-
-    @property
-    def loaded(self) -> bool: ...
-
-    def load(self) -> None: ...
-    def set_targets(self, pids: Sequence[int]) -> None: ...
-    def start(self) -> None: ...
-    def drain(self) -> RawTick: ...
-    def switch(self, spec: ProbeSpec) -> RawTick: ...
-    def remove_target(self, pid: int) -> None: ...
-    def hold_at_exec(self, pid: int) -> None: ...
-    def map_usage(self) -> tuple[MapUsage, ...]: ...
-    def prog_stats(self) -> ProgStats: ...
-    def close(self) -> None: ...
 
 
 class Collector:
@@ -117,6 +101,9 @@ class Collector:
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
+        self._loading: BackgroundLoad | None = None  # the compile, on its own thread
+        self._early_problem = ""  # why the compile-free sampler could not run, if it could not
+        self._bpf_missing = ""  # BPF could not load: said in every snapshot
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -137,7 +124,7 @@ class Collector:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        self._sampler.close()
+        self._close_sampler()
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
@@ -165,27 +152,27 @@ class Collector:
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
+        feed: EarlyFeed | None = None
         try:
             self._post(Phase.COMPILING)
+            feed = self._start_early()
+            self._loading = BackgroundLoad(self._sampler.load, self._sampler.close, self._wake.set)
             # Unwind tables (the main target's) are built while BCC compiles.
             if self.pid:
                 self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
-            self._sampler.load()
-            self._sampler.set_targets(self._targets)
-            attach_unwinder(self._unwind_feed, self._sampler)
-            self._sampler.start()
-            if self._launched is not None:
-                self._sampler.hold_at_exec(self.pid)
-                release(self._launched)
-                self._on_exec(self.pid)
-                resume(self._launched)
-            self._post(Phase.SAMPLING, self._sampler.header_note)
-            if self._loop():
-                self._sampler.close()
-                self.finished.set()
-                self._serve_after_exit()
+            ended = None
+            if feed is not None:  # stopped, or the target exited, during the compile: not None
+                ended = self._loop(feed.poll, lambda: self._absorb(*feed.tick()), self._loading)
+            if ended is None:
+                self._loading.wait()
+                if self._loading.error is not None:
+                    ended = self._without_bpf(feed, self._loading.error)
+                else:
+                    self._start_bpf(feed)
+                    ended = self._loop(lambda: None, lambda: self._absorb(self._sampler.drain()))
+            self._finish(bool(ended))
         except BpftopError as err:
             self._on_error(err)
         except Exception as exc:  # a bug of ours: still one line, and the data stays
@@ -193,30 +180,94 @@ class Collector:
                 BpftopError(f"internal error in the collector: {exc!r}", "please report it")
             )
         finally:
+            if feed is not None:
+                feed.close()
             if self._unwind_feed is not None:
                 self._unwind_feed.close(timeout_s=0)  # it stops by itself once the sampler closes
-            self._sampler.close()
+            self._close_sampler()
             self.finished.set()
 
-    def _loop(self) -> bool:
-        """Tick until stopped (False) or the target exits (True)."""
-        deadline = time.monotonic() + self.interval_s
+    def _start_early(self) -> EarlyFeed | None:
+        """Sample with perf_event_open while BCC compiles (CPU sampling only)."""
+        spec = self._sampler.spec
+        if spec.kind is not ProbeKind.PROFILE or self._launched is not None:
+            return None  # a launched command is held until the BPF probes are attached
+        feed, self._early_problem = EarlyFeed.start(
+            spec.number, self._targets, all_processes=not self._targets
+        )
+        return feed
+
+    def _start_bpf(self, feed: EarlyFeed | None) -> None:
+        """BPF is loaded: attach it, and hand over from the early sampler."""
+        self._sampler.set_targets(self._targets)
+        attach_unwinder(self._unwind_feed, self._sampler)
+        self._sampler.start()
+        if feed is not None:
+            self._absorb(*feed.hand_over(self._sampler.first_sample_ns))
+        if self._launched is not None:
+            self._sampler.hold_at_exec(self.pid)
+            release(self._launched)
+            self._on_exec(self.pid)
+            resume(self._launched)
+        self._post(Phase.SAMPLING, self._sampler.header_note)
+
+    def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
+        """BPF did not load: go on with the early sampler if it runs, else raise."""
+        if feed is None or not feed.running or not isinstance(error, BpftopError):
+            raise error
+        self._bpf_missing = f"perf_event only, BPF failed: {error.message}"
+        self._post(Phase.SAMPLING, self._bpf_missing)
+        ended = self._loop(feed.poll, lambda: self._absorb(*feed.tick()))
+        assert ended is not None  # no load to wait for
+        return ended
+
+    def _finish(self, exited: bool) -> None:
+        """Collection is over; once the target exited, keep answering requests."""
+        if not exited:
+            return
+        self._close_sampler()
+        self.finished.set()
+        self._serve_after_exit()
+
+    def _close_sampler(self) -> None:
+        """Close the BPF sampler, unless a compile still runs (it closes then)."""
+        loading = self._loading
+        if loading is None or not loading.abandon():
+            self._sampler.close()
+
+    def _loop(
+        self,
+        poll: Callable[[], None],
+        tick: Callable[[], None],
+        loading: BackgroundLoad | None = None,
+    ) -> bool | None:
+        """Tick until stopped (False), the target exits (True) or ``loading`` is
+        done (None); ``poll`` runs every POLL_S in between while loading."""
+        first_s = FIRST_TICK_S if loading is not None else self.interval_s
+        deadline = time.monotonic() + min(first_s, self.interval_s)
+        poll_s = POLL_S if loading is not None or self._bpf_missing else self.interval_s
         while True:
-            woken = self._wake.wait(max(0.0, deadline - time.monotonic()))
+            now = time.monotonic()
+            woken = self._wake.wait(max(0.0, min(deadline, now + poll_s) - now))
             if self._stop.is_set():
                 break
+            if loading is not None and loading.done.is_set():
+                return None
             if woken:
                 self._wake.clear()  # a request: answer now, keep the tick rhythm
+            elif time.monotonic() < deadline:
+                poll()
+                continue
             else:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
-            self._absorb(self._sampler.drain())
+            tick()
             if self._process.exited() and not any(map(_alive, self._targets[1:])):
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
-            self._post(Phase.SAMPLING)
-        self._absorb(self._sampler.drain())  # what came in since the last tick
-        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING)
+            self._post(Phase.SAMPLING, self._bpf_missing)
+        tick()  # what came in since the last tick
+        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._bpf_missing)
         return False
 
     def _serve_after_exit(self) -> None:
@@ -281,7 +332,7 @@ class Collector:
     def _label(self, tgid: int) -> str:
         return self._process.name if tgid == self.pid else self._labels.name(tgid)
 
-    def _absorb(self, tick: RawTick) -> None:
+    def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
         for tgid in tick.execs:
             self._on_exec(tgid)
         for child in tick.forks:
@@ -295,8 +346,14 @@ class Collector:
                 self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
             )
         self._profile.end_tick(tick.interval_s)
-        self._stats.add(tick)
+        self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
         self._probes.active.events += tick.total_samples
+
+    def _bpf_quality(self, tick: RawTick) -> Qualities:
+        """How this tick's BPF user stacks were made (the walker: perf events only)."""
+        walker = getattr(self._sampler, "unwinder", None) is not None
+        walked = walker and self._sampler.spec.kind in PERF_KINDS
+        return {BPF_WALKER if walked else BPF_FP: tick.total_samples}
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
