@@ -54,12 +54,16 @@ def test_bcc_not_importable(sleeper: int, tmp_path: Path) -> None:
 
 
 def test_program_rejected_by_verifier(sleeper: int, tmp_path: Path) -> None:
+    """A probe other than CPU sampling has no perf_event fallback: the error ends the run.
+    (For CPU sampling see tests/bpf/test_early.py: it goes on with perf_event.)"""
     bad = tmp_path / "bad.bpf.c"
     bad.write_text(BAD_PROGRAM)
     result = run_bpftop(
         "record",
         "-p",
         str(sleeper),
+        "--probe",
+        "software:page-faults",
         "-o",
         str(tmp_path / "o.folded"),
         "-d",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,11 @@ def run_record(args: argparse.Namespace) -> int:
     end_launched(args)
     if errors:
         raise errors[0]
+    if collector.bpf_problem:
+        print(
+            f"bpftop: warning: sampled with perf_event only: {collector.bpf_problem}",
+            file=sys.stderr,
+        )
     snap = collector.last
     assert snap is not None  # the collector posts before it does anything else
     end_ns = time.time_ns()

@@ -32,7 +32,6 @@ from bpftop.tui.collect.early import (
     BPF_FP,
     BPF_WALKER,
     FIRST_TICK_S,
-    POLL_S,
     BackgroundLoad,
     EarlyFeed,
     Qualities,
@@ -104,6 +103,7 @@ class Collector:
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._early_problem = ""  # why the compile-free sampler could not run, if it could not
         self._bpf_missing = ""  # BPF could not load: said in every snapshot
+        self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -164,14 +164,14 @@ class Collector:
                 self._symbolizer.prepare(pid, preload=True)
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
-                ended = self._loop(feed.poll, lambda: self._absorb(*feed.tick()), self._loading)
+                ended = self._loop(lambda: self._absorb(*feed.tick()), self._loading)
             if ended is None:
                 self._loading.wait()
                 if self._loading.error is not None:
                     ended = self._without_bpf(feed, self._loading.error)
                 else:
                     self._start_bpf(feed)
-                    ended = self._loop(lambda: None, lambda: self._absorb(self._sampler.drain()))
+                    ended = self._loop(lambda: self._absorb(self._sampler.drain()))
             self._finish(bool(ended))
         except BpftopError as err:
             self._on_error(err)
@@ -215,9 +215,10 @@ class Collector:
         """BPF did not load: go on with the early sampler if it runs, else raise."""
         if feed is None or not feed.running or not isinstance(error, BpftopError):
             raise error
+        self.bpf_problem = str(error)
         self._bpf_missing = f"perf_event only, BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._bpf_missing)
-        ended = self._loop(feed.poll, lambda: self._absorb(*feed.tick()))
+        ended = self._loop(lambda: self._absorb(*feed.tick()))
         assert ended is not None  # no load to wait for
         return ended
 
@@ -235,34 +236,25 @@ class Collector:
         if loading is None or not loading.abandon():
             self._sampler.close()
 
-    def _loop(
-        self,
-        poll: Callable[[], None],
-        tick: Callable[[], None],
-        loading: BackgroundLoad | None = None,
-    ) -> bool | None:
+    def _loop(self, tick: Callable[[], None], loading: BackgroundLoad | None = None) -> bool | None:
         """Tick until stopped (False), the target exits (True) or ``loading`` is
-        done (None); ``poll`` runs every POLL_S in between while loading."""
+        done (None: it wakes us); while loading, the first tick comes early."""
         first_s = FIRST_TICK_S if loading is not None else self.interval_s
         deadline = time.monotonic() + min(first_s, self.interval_s)
-        poll_s = POLL_S if loading is not None or self._bpf_missing else self.interval_s
         while True:
-            now = time.monotonic()
-            woken = self._wake.wait(max(0.0, min(deadline, now + poll_s) - now))
+            woken = self._wake.wait(max(0.0, deadline - time.monotonic()))
             if self._stop.is_set():
                 break
             if loading is not None and loading.done.is_set():
                 return None
             if woken:
                 self._wake.clear()  # a request: answer now, keep the tick rhythm
-            elif time.monotonic() < deadline:
-                poll()
-                continue
             else:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
             if self._process.exited() and not any(map(_alive, self._targets[1:])):
+                tick()  # what came in while the last tick was absorbed (it can be slow)
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
             self._post(Phase.SAMPLING, self._bpf_missing)

@@ -25,7 +25,7 @@ EARLY_FP = "perf_event, frame pointers"
 BPF_WALKER = "BPF .eh_frame walker"
 BPF_FP = "BPF frame pointers"
 HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
-POLL_S = 0.1  # the rings are emptied this often between ticks (they hold ~2 s)
+POLL_S = 0.1  # the rings are emptied this often (they hold ~2 s)
 FIRST_TICK_S = 0.25  # the first early snapshot goes out this soon
 
 Qualities = Mapping[str, int]
@@ -48,12 +48,18 @@ class EarlyFeed:
     def __init__(self, perf: PerfSampler) -> None:
         self._perf = perf
         self._last = time.monotonic()
+        self._lock = threading.Lock()  # guards the rings, _pending and _lost
         self._pending: list[PerfSample] = []
         self._lost = 0
         # Samples with regs + copied stack, for a later walk (the sampler bounds the bytes).
         self.copies: list[PerfSample] = []
         self.copies_dropped = 0
         self.total = 0
+        # The rings are emptied on a thread of their own: a slow tick (the first
+        # symbolization, a busy machine) must not make the kernel drop records.
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll_rings, name="bpftop-rings", daemon=True)
+        self._poller.start()
 
     @classmethod
     def start(
@@ -73,13 +79,18 @@ class EarlyFeed:
     def running(self) -> bool:
         return self._perf.opened
 
+    def _poll_rings(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.poll()
+
     def poll(self) -> None:
-        """Empty the rings into this feed (often: a ring holds ~2 s of samples)."""
-        if self._perf.opened:
-            drained = self._perf.drain()
-            self._pending += drained.samples
-            self._lost += drained.lost
-            self.copies_dropped += drained.copies_dropped
+        """Empty the rings into this feed (a ring holds ~2 s of samples)."""
+        with self._lock:
+            if self._perf.opened:
+                drained = self._perf.drain()
+                self._pending += drained.samples
+                self._lost += drained.lost
+                self.copies_dropped += drained.copies_dropped
 
     def tick(self) -> tuple[RawTick, Qualities]:
         """Everything sampled since the last tick, aggregated by equal stacks."""
@@ -98,15 +109,18 @@ class EarlyFeed:
             time.sleep(period_s / 4)
             cuts = dict(first_bpf_ns())
         now_ns = time.monotonic_ns()  # a CPU without a BPF sample yet: BPF had none before now
-        self._perf.disable()
+        with self._lock:
+            self._perf.disable()
         self.poll()
         self.close()
         return self._tick(lambda s: s.time_ns < (cuts.get(s.cpu) or now_ns))
 
     def _tick(self, keep: Callable[[PerfSample], bool]) -> tuple[RawTick, Qualities]:
+        with self._lock:
+            pending, lost, self._pending, self._lost = self._pending, self._lost, [], 0
         counts: Counter[tuple[int, int, Addresses, Addresses]] = Counter()
         qualities: Counter[str] = Counter()
-        for sample in self._pending:
+        for sample in pending:
             if not keep(sample):
                 continue
             user, quality = early_user_stack(sample)
@@ -114,7 +128,6 @@ class EarlyFeed:
             qualities[quality] += 1
             if sample.stack_bytes:
                 self.copies.append(sample)
-        lost, self._lost, self._pending = self._lost, 0, []
         now = time.monotonic()
         tick = RawTick(
             samples=tuple(
@@ -129,8 +142,12 @@ class EarlyFeed:
         return tick, qualities
 
     def close(self) -> None:
-        """Disable and close the perf events (the kept copies stay); safe twice."""
-        self._perf.close()
+        """Stop the ring thread, close the perf events (the kept copies stay); safe twice."""
+        self._stop.set()
+        if self._poller is not threading.current_thread():
+            self._poller.join()
+        with self._lock:
+            self._perf.close()
 
 
 class BackgroundLoad:
