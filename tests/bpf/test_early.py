@@ -57,6 +57,13 @@ def wait_for_perf_fds(pid: int, timeout_s: float = 10) -> None:
     raise AssertionError("bpftop never opened a perf event")
 
 
+def wait_for_threads(pid: int, n: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(os.listdir(f"/proc/{pid}/task")) < n:
+        assert time.monotonic() < deadline, "bpftop never started collecting"
+        time.sleep(0.01)
+
+
 def allowed(expected: float, share: float) -> float:
     """2% (the goal), plus sampling noise when the target shared its CPU: a
     per-CPU cpu-clock tick lands on whoever runs, so with a CPU share p the
@@ -105,8 +112,9 @@ def test_target_that_exits_before_the_compile_keeps_its_samples(
 ) -> None:
     """A target that runs 1.5 s once bpftop samples, then exits (long before the
     compile ends): all its CPU time is sampled, and its stacks are named.
-    (Held until bpftop's perf events exist: on a busy machine Python's own
-    start-up can take longer than 1.5 s, and no sampler sees before it starts.)"""
+    (Held until bpftop has checked its arguments and started collecting -- its
+    threads exist: on a busy machine Python's imports alone can take 1.5 s, and
+    a pid gone before the check is refused.)"""
     hz = 199
     target = subprocess.Popen([str(workloads / "chain"), "-n", "1000000000"])
     os.kill(target.pid, signal.SIGSTOP)
@@ -119,7 +127,7 @@ def test_target_that_exits_before_the_compile_keeps_its_samples(
     )
     wait_for_perf_fds(bpftop.pid)
     sampling_after_s = time.monotonic() - started
-    time.sleep(0.05)
+    wait_for_threads(bpftop.pid, 4)  # main, collector, rings, compile
     before = cpu_s(target.pid)
     os.kill(target.pid, signal.SIGCONT)
     time.sleep(1.5)

@@ -74,6 +74,7 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
             extra_pids=pids[1:],
             system_wide=args.all,
             launched=launched,
+            early=getattr(args, "early_perf", None),
         )
     except BaseException:
         end_launched(args)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import psutil
 
 from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
@@ -67,13 +68,15 @@ class Collector:
         extra_pids: Sequence[int] = (),
         system_wide: bool = False,
         launched: subprocess.Popen[bytes] | None = None,
+        early: PerfSampler | None = None,
     ) -> None:
         """``offsets``: name frames ``function+0xOFF`` (one node per address,
         as perf's sym+off); ``mangled``: as the symbol table spells them.
         ``pid`` is the main target (the header's), ``extra_pids`` more (-p -p);
         ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
         held before its first instruction (``targets.launch_held``), let go
-        once the probes are attached."""
+        once the probes are attached; ``early``: perf_event sampling already
+        running for these targets (the CLI opens it first thing), taken over."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -100,6 +103,7 @@ class Collector:
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
+        self._early_perf = early
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._early_problem = ""  # why the compile-free sampler could not run, if it could not
         self._bpf_missing = ""  # BPF could not load: said in every snapshot
@@ -190,8 +194,13 @@ class Collector:
     def _start_early(self) -> EarlyFeed | None:
         """Sample with perf_event_open while BCC compiles (CPU sampling only)."""
         spec = self._sampler.spec
+        perf, self._early_perf = self._early_perf, None
         if spec.kind is not ProbeKind.PROFILE or self._launched is not None:
+            if perf is not None:
+                perf.close()
             return None  # a launched command is held until the BPF probes are attached
+        if perf is not None:
+            return EarlyFeed(perf)
         feed, self._early_problem = EarlyFeed.start(
             spec.number, self._targets, all_processes=not self._targets
         )
