@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes as ct
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,6 +38,9 @@ SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
 EPOCH_MASK = (1 << 30) - 1
+# One compile at a time per process: libbcc/LLVM crashed with two at once (a
+# collector that stopped leaves its compile running on a helper thread).
+_COMPILE_LOCK = threading.Lock()
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
@@ -129,7 +133,8 @@ class CpuSampler:
         cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
         cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
         failure: Exception | None = None
-        with _kernel_source(headers.path if headers.fallback else None), capture_stderr() as log:
+        kernel_source = _kernel_source(headers.path if headers.fallback else None)
+        with _COMPILE_LOCK, kernel_source, capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=self._source_text().encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the

@@ -2,7 +2,11 @@
 
 One thread does all the slow work; the app (or ``record``) only ever sees the
 immutable :class:`Snapshot` values it posts. The first snapshot goes out
-before BCC compiles, so the window can say "compiling" at once. The app's
+before BCC compiles, so the window can say "compiling" at once. For CPU
+sampling, perf_event samples (:mod:`bpftop.tui.collect.early`) fill the
+profile while BCC compiles on a helper thread, and BPF takes over per CPU
+without gap or overlap; if BPF cannot load, perf_event sampling goes on and
+every snapshot says why. The app's
 requests (reset, time mode, one thread, source lines) wake the thread early
 and are applied between ticks; a tick that ran late is skipped, not queued.
 After the target exits the probes are detached, but the thread keeps
