@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.cli.test_errors import assert_one_line_error, run_bpftop
-from tests.conftest import BPFTOP, sampling
+from tests.conftest import BPFTOP, collecting
 
 BAD_PROGRAM = r"""
 #include <uapi/linux/ptrace.h>
@@ -95,9 +95,9 @@ def test_output_vanishes_during_recording_rescues_data(workloads: Path, tmp_path
             text=True,
         )
         deadline = time.monotonic() + 60  # the compile: 3-10 s, more on a busy machine
-        while not sampling(proc.pid) and time.monotonic() < deadline:
+        while not collecting(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert sampling(proc.pid), "record never attached its perf events"
+        assert collecting(proc.pid), "record never attached its perf events"
         shutil.rmtree(outdir)
         _, stderr = proc.communicate(timeout=60)
     finally:

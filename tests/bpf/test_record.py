@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import BPFTOP, sampling
+from tests.conftest import BPFTOP, collecting, sampling
 
 
 def record(
@@ -97,7 +96,7 @@ def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
         assert sampling(recorder.pid), "record never attached its perf events"
         # perf_event sampling starts before the arguments are checked: let the
         # check pass (the collector's threads run) before the target goes.
-        while len(os.listdir(f"/proc/{recorder.pid}/task")) < 3 and time.monotonic() < deadline:
+        while not collecting(recorder.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(1.5)
     finally:

@@ -22,6 +22,8 @@ def open_early(args: argparse.Namespace) -> PerfSampler | None:
     """A running perf_event sampler for the parsed ``record``/live arguments, or None."""
     if os.geteuid() != 0 or getattr(args, "print_bpf", False) or getattr(args, "command", None):
         return None
+    if getattr(args, "no_early", False):
+        return None
     if not 1 <= args.frequency <= 100_000 or not (args.pids or args.all):
         return None
     try:

@@ -75,6 +75,7 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
             system_wide=args.all,
             launched=launched,
             early=getattr(args, "early_perf", None),
+            early_sampling=not getattr(args, "no_early", False),
         )
     except BaseException:
         end_launched(args)

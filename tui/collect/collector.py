@@ -73,6 +73,7 @@ class Collector:
         system_wide: bool = False,
         launched: subprocess.Popen[bytes] | None = None,
         early: PerfSampler | None = None,
+        early_sampling: bool = True,
     ) -> None:
         """``offsets``: name frames ``function+0xOFF`` (one node per address,
         as perf's sym+off); ``mangled``: as the symbol table spells them.
@@ -80,7 +81,8 @@ class Collector:
         ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
         held before its first instruction (``targets.launch_held``), let go
         once the probes are attached; ``early``: perf_event sampling already
-        running for these targets (the CLI opens it first thing), taken over."""
+        running for these targets (the CLI opens it first thing), taken over;
+        ``early_sampling`` False: no perf_event samples, BPF's only (--no-early)."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -108,6 +110,7 @@ class Collector:
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._early_perf = early
+        self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._early_problem = ""  # why the compile-free sampler could not run, if it could not
         self._bpf_missing = ""  # BPF could not load: said in every snapshot
@@ -199,7 +202,7 @@ class Collector:
         """Sample with perf_event_open while BCC compiles (CPU sampling only)."""
         spec = self._sampler.spec
         perf, self._early_perf = self._early_perf, None
-        if spec.kind is not ProbeKind.PROFILE or self._launched is not None:
+        if not self._early_sampling or spec.kind is not ProbeKind.PROFILE or self._launched:
             if perf is not None:
                 perf.close()
             return None  # a launched command is held until the BPF probes are attached
