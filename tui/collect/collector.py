@@ -6,9 +6,9 @@ before BCC compiles, so the window can say "compiling" at once. For CPU
 sampling, perf_event samples (:mod:`bpftop.tui.collect.early`) fill the
 profile while BCC compiles on a helper thread, and BPF takes over per CPU
 without gap or overlap; if BPF cannot load, perf_event sampling goes on and
-every snapshot says why. The app's
-requests (reset, time mode, one thread, source lines) wake the thread early
-and are applied between ticks; a tick that ran late is skipped, not queued.
+every snapshot says why. The app's requests (reset, time mode, one thread,
+source lines) wake the thread early and are applied between ticks; a tick
+that ran late is skipped, not queued.
 After the target exits the probes are detached, but the thread keeps
 answering those requests on what was collected until it is stopped.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
@@ -80,9 +80,9 @@ class Collector:
         ``pid`` is the main target (the header's), ``extra_pids`` more (-p -p);
         ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
         held before its first instruction (``targets.launch_held``), let go
-        once the probes are attached; ``early``: perf_event sampling already
-        running for these targets (the CLI opens it first thing), taken over;
-        ``early_sampling`` False: no perf_event samples, BPF's only (--no-early)."""
+        once the probes are attached; ``early``: perf_event sampling of these targets
+        already running (the CLI starts it first), taken over; ``early_sampling``
+        False: no perf_event samples, BPF's only (--no-early)."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -112,7 +112,6 @@ class Collector:
         self._early_perf = early
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
-        self._early_problem = ""  # why the compile-free sampler could not run, if it could not
         self._bpf_missing = ""  # BPF could not load: said in every snapshot
         self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
@@ -203,15 +202,12 @@ class Collector:
         spec = self._sampler.spec
         perf, self._early_perf = self._early_perf, None
         if not self._early_sampling or spec.kind is not ProbeKind.PROFILE or self._launched:
-            if perf is not None:
+            if perf is not None:  # a launched command is held until BPF is attached
                 perf.close()
-            return None  # a launched command is held until the BPF probes are attached
+            return None
         if perf is not None:
             return EarlyFeed(perf)
-        feed, self._early_problem = EarlyFeed.start(
-            spec.number, self._targets, all_processes=not self._targets
-        )
-        return feed
+        return EarlyFeed.start(spec.number, self._targets, not self._targets)[0]
 
     def _start_bpf(self, feed: EarlyFeed | None) -> None:
         """BPF is loaded: attach it, and hand over from the early sampler."""
@@ -234,9 +230,7 @@ class Collector:
         self.bpf_problem = str(error)
         self._bpf_missing = f"perf_event only, BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._bpf_missing)
-        ended = self._loop(lambda: self._absorb(*feed.tick()))
-        assert ended is not None  # no load to wait for
-        return ended
+        return bool(self._loop(lambda: self._absorb(*feed.tick())))
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
@@ -289,6 +283,11 @@ class Collector:
             self._post(Phase.EXITED, f"process {self.pid} exited")
 
     @property
+    def _bpf_ready(self) -> bool:
+        """BPF is loaded and its load is over (mid-load, the sampler must not be touched)."""
+        return self._sampler.loaded and (self._loading is None or self._loading.succeeded)
+
+    @property
     def _profile(self) -> TimedProfile:
         return self._probes.active.profile
 
@@ -298,7 +297,7 @@ class Collector:
 
     def _apply_requests(self) -> None:
         requested = self._probe_request.take()
-        if requested is not None and self._sampler.loaded:
+        if requested is not None and self._bpf_ready:
             self._switch_probe(requested)
         if self._commands.apply(self._profile).reset:
             self._probes.reset_counters()  # counts start again from now
@@ -365,7 +364,7 @@ class Collector:
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
-        live = self._sampler.loaded
+        live = self._bpf_ready
         profile = self._profile
         current = profile.current
         snap = Snapshot(

@@ -191,5 +191,6 @@ class BackgroundLoad:
             return self._abandoned
 
     @property
-    def abandoned(self) -> bool:
-        return self._abandoned
+    def succeeded(self) -> bool:
+        """The load is over and raised nothing."""
+        return self.done.is_set() and self.error is None
