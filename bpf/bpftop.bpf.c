@@ -184,12 +184,29 @@ static __always_inline int count_stack(void *regs, struct bpf_perf_event_data *p
     return 0;
 }
 
+/* first_ns (per CPU): when a perf-event handler first ran on this CPU, before
+ * any filtering. User space's compile-free perf_event sampler keeps its samples
+ * on a CPU from before this time and BPF counts from it: no gap, no overlap. */
+BPF_PERCPU_ARRAY(first_ns, u64, 1);
+static __always_inline void note_first_sample(void) {
+    u32 zero = 0;
+    u64 *first = first_ns.lookup(&zero);
+    if (first && *first == 0)
+        *first = bpf_ktime_get_ns();
+}
+
 /* The handlers, once per slot. perf events (profile, software, hardware):
  * on_cpu_sample; uprobes and USDT (user mode: no kernel stack): on_probe_hit;
  * kprobes: on_kprobe_hit; any tracepoint attached by name: on_tracepoint;
  * uretprobe: on_call_entry + on_call_return. */
-int on_cpu_sample(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, ctx, 1, 0); }
-int on_cpu_sample_1(struct bpf_perf_event_data *ctx) { return count_stack(&ctx->regs, ctx, 1, 1); }
+int on_cpu_sample(struct bpf_perf_event_data *ctx) {
+    note_first_sample();
+    return count_stack(&ctx->regs, ctx, 1, 0);
+}
+int on_cpu_sample_1(struct bpf_perf_event_data *ctx) {
+    note_first_sample();
+    return count_stack(&ctx->regs, ctx, 1, 1);
+}
 int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 0); }
 int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 1); }
 int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 1, 0); }

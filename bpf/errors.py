@@ -57,3 +57,9 @@ class OutputError(BpftopError):
     """A file we were asked to write cannot be written."""
 
     exit_code = 6
+
+
+class PerfEventError(BpftopError):
+    """perf_event_open(2) or its ring cannot be used (the early, compile-free sampler)."""
+
+    exit_code = 7

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes as ct
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,6 +38,9 @@ SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
 EPOCH_MASK = (1 << 30) - 1
+# One compile at a time per process: libbcc/LLVM crashed with two at once (a
+# collector that stopped leaves its compile running on a helper thread).
+_COMPILE_LOCK = threading.Lock()
 _MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
@@ -138,7 +142,7 @@ class CpuSampler:
         ensure_tracefs()
         text, cflags = self.compile_inputs()
         failure: Exception | None = None
-        with kernel_source(headers), capture_stderr() as log:
+        with _COMPILE_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
@@ -285,6 +289,15 @@ class CpuSampler:
         self._lost = 0
         self._last_drain = now
         return tick
+
+    def first_sample_ns(self) -> dict[int, int]:
+        """CPU -> CLOCK_MONOTONIC ns of the first perf-event sample there (0: none
+        yet); empty for a program without the ``first_ns`` map."""
+        try:
+            table = self._bpf[b"first_ns"]
+        except KeyError:
+            return {}
+        return {cpu: int(ns) for cpu, ns in enumerate(table.getvalue(ct.c_int(0)))}
 
     def entries(self, map_name: str) -> int:
         """Entries in one map right now (walks the map: for tests and diagnostics)."""

@@ -40,3 +40,12 @@ def sampling(pid: int) -> bool:
     except OSError:
         return False
     return any("perf_event" in link for link in links)
+
+
+def collecting(pid: int) -> bool:
+    """Has bpftop ``pid`` checked its arguments and started its collector? (perf_event
+    sampling starts before the checks; the collector's threads come after them.)"""
+    try:
+        return sampling(pid) and len(list(Path(f"/proc/{pid}/task").iterdir())) >= 3
+    except OSError:
+        return False

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.cli.test_errors import assert_one_line_error, run_bpftop
-from tests.conftest import BPFTOP, sampling
+from tests.conftest import BPFTOP, collecting
 
 BAD_PROGRAM = r"""
 #include <uapi/linux/ptrace.h>
@@ -54,12 +54,16 @@ def test_bcc_not_importable(sleeper: int, tmp_path: Path) -> None:
 
 
 def test_program_rejected_by_verifier(sleeper: int, tmp_path: Path) -> None:
+    """A probe other than CPU sampling has no perf_event fallback: the error ends the run.
+    (For CPU sampling see tests/bpf/test_early.py: it goes on with perf_event.)"""
     bad = tmp_path / "bad.bpf.c"
     bad.write_text(BAD_PROGRAM)
     result = run_bpftop(
         "record",
         "-p",
         str(sleeper),
+        "--probe",
+        "software:page-faults",
         "-o",
         str(tmp_path / "o.folded"),
         "-d",
@@ -91,9 +95,9 @@ def test_output_vanishes_during_recording_rescues_data(workloads: Path, tmp_path
             text=True,
         )
         deadline = time.monotonic() + 60  # the compile: 3-10 s, more on a busy machine
-        while not sampling(proc.pid) and time.monotonic() < deadline:
+        while not collecting(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert sampling(proc.pid), "record never attached its perf events"
+        assert collecting(proc.pid), "record never attached its perf events"
         shutil.rmtree(outdir)
         _, stderr = proc.communicate(timeout=60)
     finally:

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import BPFTOP, sampling
+from tests.conftest import BPFTOP, collecting, sampling
 
 
 def record(
@@ -94,6 +94,10 @@ def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
         while not sampling(recorder.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert sampling(recorder.pid), "record never attached its perf events"
+        # perf_event sampling starts before the arguments are checked: let the
+        # check pass (the collector's threads run) before the target goes.
+        while not collecting(recorder.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         time.sleep(1.5)
     finally:
         target.kill()

@@ -26,7 +26,8 @@ def _record(workloads: Path, tmp_path: Path, program: str, *extra: str) -> Count
     target = subprocess.Popen([str(workloads / program), "60"])
     try:
         out = tmp_path / f"{program}{'-'.join(extra)}.folded"
-        result = record(target.pid, out, "-F", "997", "-d", "5", *extra)
+        # --no-early: these measure the BPF walker, not the early frame-pointer samples.
+        result = record(target.pid, out, "-F", "997", "-d", "5", "--no-early", *extra)
         assert result.returncode == 0, result.stderr
     finally:
         target.kill()
@@ -152,7 +153,7 @@ def test_debian_python_reaches_start_and_matches_perf_dwarf(tmp_path: Path) -> N
              str(target.pid), "-o", str(data), "--", "sleep", "8"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _record_cached(target.pid, out, cache, "-F", "499", "-d", "6")
+        _record_cached(target.pid, out, cache, "-F", "499", "-d", "6", "--no-early")
         perf.wait(timeout=60)
     finally:
         target.kill()

@@ -84,6 +84,8 @@ def _append_counts(
     text.append(f"lost {stats.lost_events:,}", "bold red" if stats.lost_events else "")
     failed = stats.failed_stacks
     text.append(f"  failed {failed:,}", "bold red" if failed else "")
+    if stats.early_samples and not saved:
+        text.append(f"  {stats.early_samples:,} early (perf_event, frame-pointer stacks)", "yellow")
     if status:
         text.append(f"  {status}", "bold cyan")
     if snapshot.message:

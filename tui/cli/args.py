@@ -67,6 +67,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="user stacks: .eh_frame tables where they exist, else frame pointers (auto, "
         "the default); tables only (dwarf); frame pointers only (fp)",
     )
+    p.add_argument(
+        "--no-early",
+        action="store_true",
+        help="no perf_event samples while BPF compiles (their user stacks are frame-pointer "
+        "walks): every sample from BPF, the first ones seconds later",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
     p.add_argument(
         "command",

@@ -12,7 +12,13 @@ import argparse
 
 from bpftop.bpf.errors import UsageError
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+from bpftop.tui.cli.session import (
+    check,
+    end_launched,
+    keep_stderr,
+    make_collector,
+    on_signals,
+)
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -22,6 +28,7 @@ def run_live(args: argparse.Namespace) -> int:
     sampler = check(args)
     if sampler is None:
         return 0
+    keep_stderr()
     from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.probe_complete import ProbeCompleter

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,13 @@ from pathlib import Path
 from bpftop.bpf.errors import BpftopError, OutputError, UsageError
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+from bpftop.tui.cli.session import (
+    check,
+    end_launched,
+    keep_stderr,
+    make_collector,
+    on_signals,
+)
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
@@ -31,6 +38,7 @@ def run_record(args: argparse.Namespace) -> int:
     sampler = check(args)
     if sampler is None:
         return 0
+    keep_stderr()
     collector = make_collector(args, sampler, interval_s=1.0)
     tune_gc()
     errors: list[BpftopError] = []
@@ -41,6 +49,11 @@ def run_record(args: argparse.Namespace) -> int:
     end_launched(args)
     if errors:
         raise errors[0]
+    if collector.bpf_problem:
+        print(
+            f"bpftop: warning: sampled with perf_event only: {collector.bpf_problem}",
+            file=sys.stderr,
+        )
     snap = collector.last
     assert snap is not None  # the collector posts before it does anything else
     end_ns = time.time_ns()

@@ -85,6 +85,8 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
             extra_pids=pids[1:],
             system_wide=args.all,
             launched=launched,
+            early=getattr(args, "early_perf", None),
+            early_sampling=not getattr(args, "no_early", False),
         )
     except BaseException:
         end_launched(args)
@@ -99,6 +101,15 @@ def end_launched(args: argparse.Namespace) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGCONT)
         proc.wait()
+
+
+def keep_stderr() -> None:
+    """Python's stderr writes go to a duplicate of fd 2: a compile still running
+    in the background (it redirects fd 2 to capture BCC's log) cannot swallow
+    what bpftop says at the end."""
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+        sys.stderr = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
 
 
 def on_signals(handler: Callable[[], object]) -> None:

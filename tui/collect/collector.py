@@ -2,9 +2,13 @@
 
 One thread does all the slow work; the app (or ``record``) only ever sees the
 immutable :class:`Snapshot` values it posts. The first snapshot goes out
-before BCC compiles, so the window can say "compiling" at once. The app's
-requests (reset, time mode, one thread, source lines) wake the thread early
-and are applied between ticks; a tick that ran late is skipped, not queued.
+before BCC compiles, so the window can say "compiling" at once. For CPU
+sampling, perf_event samples (:mod:`bpftop.tui.collect.early`) fill the
+profile while BCC compiles on a helper thread, and BPF takes over per CPU
+without gap or overlap; if BPF cannot load, perf_event sampling goes on and
+every snapshot says why. The app's requests (reset, time mode, one thread,
+source lines) wake the thread early and are applied between ticks; a tick
+that ran late is skipped, not queued.
 After the target exits the probes are detached, but the thread keeps
 answering those requests on what was collected until it is stopped.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
@@ -19,19 +23,27 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import psutil
 
 from bpftop.bpf.errors import BpftopError
-from bpftop.bpf.probes import ProbeSpec, parse_spec
-from bpftop.bpf.raw import MapUsage, RawTick
-from bpftop.bpf.stats import ProgStats
+from bpftop.bpf.perf_events import PerfSampler
+from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
+from bpftop.tui.collect.early import (
+    BPF_FP,
+    BPF_WALKER,
+    FIRST_TICK_S,
+    BackgroundLoad,
+    EarlyFeed,
+    Qualities,
+)
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
+from bpftop.tui.collect.sampler import PERF_KINDS, Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     ProcessLabels,
@@ -44,30 +56,6 @@ from bpftop.tui.collect.targets import (
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
-
-
-class Sampler(Protocol):
-    """What the collector needs from bpf/ (CpuSampler implements it)."""
-
-    header_note: str
-    spec: ProbeSpec
-
-    @property
-    def probe(self) -> str: ...
-
-    @property
-    def loaded(self) -> bool: ...
-
-    def load(self) -> None: ...
-    def set_targets(self, pids: Sequence[int]) -> None: ...
-    def start(self) -> None: ...
-    def drain(self) -> RawTick: ...
-    def switch(self, spec: ProbeSpec) -> RawTick: ...
-    def remove_target(self, pid: int) -> None: ...
-    def hold_at_exec(self, pid: int) -> None: ...
-    def map_usage(self) -> tuple[MapUsage, ...]: ...
-    def prog_stats(self) -> ProgStats: ...
-    def close(self) -> None: ...
 
 
 class Collector:
@@ -84,13 +72,17 @@ class Collector:
         extra_pids: Sequence[int] = (),
         system_wide: bool = False,
         launched: subprocess.Popen[bytes] | None = None,
+        early: PerfSampler | None = None,
+        early_sampling: bool = True,
     ) -> None:
         """``offsets``: name frames ``function+0xOFF`` (one node per address,
         as perf's sym+off); ``mangled``: as the symbol table spells them.
         ``pid`` is the main target (the header's), ``extra_pids`` more (-p -p);
         ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
         held before its first instruction (``targets.launch_held``), let go
-        once the probes are attached."""
+        once the probes are attached; ``early``: perf_event sampling of these targets
+        already running (the CLI starts it first), taken over; ``early_sampling``
+        False: no perf_event samples, BPF's only (--no-early)."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -117,6 +109,11 @@ class Collector:
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
+        self._early_perf = early
+        self._early_sampling = early_sampling
+        self._loading: BackgroundLoad | None = None  # the compile, on its own thread
+        self._bpf_missing = ""  # BPF could not load: said in every snapshot
+        self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -137,7 +134,7 @@ class Collector:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        self._sampler.close()
+        self._close_sampler()
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
@@ -165,27 +162,27 @@ class Collector:
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
+        feed: EarlyFeed | None = None
         try:
             self._post(Phase.COMPILING)
+            feed = self._start_early()
+            self._loading = BackgroundLoad(self._sampler.load, self._sampler.close, self._wake.set)
             # Unwind tables (the main target's) are built while BCC compiles.
             if self.pid:
                 self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
-            self._sampler.load()
-            self._sampler.set_targets(self._targets)
-            attach_unwinder(self._unwind_feed, self._sampler)
-            self._sampler.start()
-            if self._launched is not None:
-                self._sampler.hold_at_exec(self.pid)
-                release(self._launched)
-                self._on_exec(self.pid)
-                resume(self._launched)
-            self._post(Phase.SAMPLING, self._sampler.header_note)
-            if self._loop():
-                self._sampler.close()
-                self.finished.set()
-                self._serve_after_exit()
+            ended = None
+            if feed is not None:  # stopped, or the target exited, during the compile: not None
+                ended = self._loop(lambda: self._absorb(*feed.tick()), self._loading)
+            if ended is None:
+                self._loading.wait()
+                if self._loading.error is not None:
+                    ended = self._without_bpf(feed, self._loading.error)
+                else:
+                    self._start_bpf(feed)
+                    ended = self._loop(lambda: self._absorb(self._sampler.drain()))
+            self._finish(bool(ended))
         except BpftopError as err:
             self._on_error(err)
         except Exception as exc:  # a bug of ours: still one line, and the data stays
@@ -193,30 +190,86 @@ class Collector:
                 BpftopError(f"internal error in the collector: {exc!r}", "please report it")
             )
         finally:
+            if feed is not None:
+                feed.close()
             if self._unwind_feed is not None:
                 self._unwind_feed.close(timeout_s=0)  # it stops by itself once the sampler closes
-            self._sampler.close()
+            self._close_sampler()
             self.finished.set()
 
-    def _loop(self) -> bool:
-        """Tick until stopped (False) or the target exits (True)."""
-        deadline = time.monotonic() + self.interval_s
+    def _start_early(self) -> EarlyFeed | None:
+        """Sample with perf_event_open while BCC compiles (CPU sampling only)."""
+        spec = self._sampler.spec
+        perf, self._early_perf = self._early_perf, None
+        if not self._early_sampling or spec.kind is not ProbeKind.PROFILE or self._launched:
+            if perf is not None:  # a launched command is held until BPF is attached
+                perf.close()
+            return None
+        if perf is not None:
+            return EarlyFeed(perf)
+        return EarlyFeed.start(spec.number, self._targets, not self._targets)[0]
+
+    def _start_bpf(self, feed: EarlyFeed | None) -> None:
+        """BPF is loaded: attach it, and hand over from the early sampler."""
+        self._sampler.set_targets(self._targets)
+        attach_unwinder(self._unwind_feed, self._sampler)
+        self._sampler.start()
+        if feed is not None:
+            self._absorb(*feed.hand_over(self._sampler.first_sample_ns))
+        if self._launched is not None:
+            self._sampler.hold_at_exec(self.pid)
+            release(self._launched)
+            self._on_exec(self.pid)
+            resume(self._launched)
+        self._post(Phase.SAMPLING, self._sampler.header_note)
+
+    def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
+        """BPF did not load: go on with the early sampler if it runs, else raise."""
+        if feed is None or not feed.running or not isinstance(error, BpftopError):
+            raise error
+        self.bpf_problem = str(error)
+        self._bpf_missing = f"perf_event only, BPF failed: {error.message}"
+        self._post(Phase.SAMPLING, self._bpf_missing)
+        return bool(self._loop(lambda: self._absorb(*feed.tick())))
+
+    def _finish(self, exited: bool) -> None:
+        """Collection is over; once the target exited, keep answering requests."""
+        if not exited:
+            return
+        self._close_sampler()
+        self.finished.set()
+        self._serve_after_exit()
+
+    def _close_sampler(self) -> None:
+        """Close the BPF sampler, unless a compile still runs (it closes then)."""
+        loading = self._loading
+        if loading is None or not loading.abandon():
+            self._sampler.close()
+
+    def _loop(self, tick: Callable[[], None], loading: BackgroundLoad | None = None) -> bool | None:
+        """Tick until stopped (False), the target exits (True) or ``loading`` is
+        done (None: it wakes us); while loading, the first tick comes early."""
+        first_s = FIRST_TICK_S if loading is not None else self.interval_s
+        deadline = time.monotonic() + min(first_s, self.interval_s)
         while True:
             woken = self._wake.wait(max(0.0, deadline - time.monotonic()))
             if self._stop.is_set():
                 break
+            if loading is not None and loading.done.is_set():
+                return None
             if woken:
                 self._wake.clear()  # a request: answer now, keep the tick rhythm
             else:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
-            self._absorb(self._sampler.drain())
+            tick()
             if self._process.exited() and not any(map(_alive, self._targets[1:])):
+                tick()  # what came in while the last tick was absorbed (it can be slow)
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
-            self._post(Phase.SAMPLING)
-        self._absorb(self._sampler.drain())  # what came in since the last tick
-        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING)
+            self._post(Phase.SAMPLING, self._bpf_missing)
+        tick()  # what came in since the last tick
+        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._bpf_missing)
         return False
 
     def _serve_after_exit(self) -> None:
@@ -230,6 +283,11 @@ class Collector:
             self._post(Phase.EXITED, f"process {self.pid} exited")
 
     @property
+    def _bpf_ready(self) -> bool:
+        """BPF is loaded and its load is over (mid-load, the sampler must not be touched)."""
+        return self._sampler.loaded and (self._loading is None or self._loading.succeeded)
+
+    @property
     def _profile(self) -> TimedProfile:
         return self._probes.active.profile
 
@@ -239,7 +297,7 @@ class Collector:
 
     def _apply_requests(self) -> None:
         requested = self._probe_request.take()
-        if requested is not None and self._sampler.loaded:
+        if requested is not None and self._bpf_ready:
             self._switch_probe(requested)
         if self._commands.apply(self._profile).reset:
             self._probes.reset_counters()  # counts start again from now
@@ -281,7 +339,7 @@ class Collector:
     def _label(self, tgid: int) -> str:
         return self._process.name if tgid == self.pid else self._labels.name(tgid)
 
-    def _absorb(self, tick: RawTick) -> None:
+    def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
         for tgid in tick.execs:
             self._on_exec(tgid)
         for child in tick.forks:
@@ -295,12 +353,18 @@ class Collector:
                 self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
             )
         self._profile.end_tick(tick.interval_s)
-        self._stats.add(tick)
+        self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
         self._probes.active.events += tick.total_samples
+
+    def _bpf_quality(self, tick: RawTick) -> Qualities:
+        """How this tick's BPF user stacks were made (the walker: perf events only)."""
+        walker = getattr(self._sampler, "unwinder", None) is not None
+        walked = walker and self._sampler.spec.kind in PERF_KINDS
+        return {BPF_WALKER if walked else BPF_FP: tick.total_samples}
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
-        live = self._sampler.loaded
+        live = self._bpf_ready
         profile = self._profile
         current = profile.current
         snap = Snapshot(

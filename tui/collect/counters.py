@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 import psutil
 
@@ -29,9 +30,12 @@ class CollectionCounters:
         self.lost = 0
         self.dropped = 0
         self.errors: Counter[str] = Counter()
+        self.qualities: Counter[str] = Counter()  # samples by how their user stack was made
 
-    def add(self, tick: RawTick) -> None:
+    def add(self, tick: RawTick, qualities: Mapping[str, int] | None = None) -> None:
+        """One tick's counts; ``qualities``: its samples by user-stack quality."""
         n = tick.total_samples
+        self.qualities.update(qualities or {})
         self.total += n
         self.rate = n / tick.interval_s if tick.interval_s > 0 else 0.0
         self.lost += tick.lost_events
@@ -51,6 +55,7 @@ class CollectionCounters:
             lost_events=self.lost,
             dropped_samples=self.dropped,
             stack_errors=tuple(sorted(self.errors.items())),
+            stack_quality=tuple(sorted((q, n) for q, n in self.qualities.items() if n)),
         )
 
 

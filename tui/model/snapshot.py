@@ -23,6 +23,9 @@ __all__ = [
 ]
 
 
+EARLY_QUALITY_PREFIX = "perf_event"  # stack qualities of the compile-free early sampler
+
+
 class Phase(StrEnum):
     """Where the collector is; shown in the header."""
 
@@ -54,6 +57,9 @@ class CollectionStats:
     ``dropped_samples``: samples not counted because the in-kernel counts map
     was full. ``stack_errors`` counts samples whose stack could not be read,
     by kind (``"user EFAULT"`` -> n), as pairs so the value stays immutable.
+    ``stack_quality`` counts samples by how their user stack was made
+    (``"perf_event, frame pointers"`` before BPF counts, ``"BPF .eh_frame
+    walker"``, ``"BPF frame pointers"``); empty when not known (saved files).
     """
 
     probe: str
@@ -63,6 +69,12 @@ class CollectionStats:
     lost_events: int = 0
     dropped_samples: int = 0
     stack_errors: tuple[tuple[str, int], ...] = ()
+    stack_quality: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def early_samples(self) -> int:
+        """Samples taken by perf_event before BPF counted (their stacks may differ)."""
+        return sum(n for q, n in self.stack_quality if q.startswith(EARLY_QUALITY_PREFIX))
 
     @property
     def failed_stacks(self) -> int:

@@ -54,6 +54,9 @@ def counters_table(snapshot: Snapshot) -> Table:
     table.add_row("dropped samples (map full)", _bad(stats.dropped_samples))
     for kind, n in stats.stack_errors:
         table.add_row(f"failed stack reads: {kind}", _bad(n))
+    if stats.early_samples:  # only then do stacks of two qualities mix
+        for quality, n in stats.stack_quality:
+            table.add_row(f"user stacks by {quality}", f"{n:,}")
     return table
 
 

@@ -1,0 +1,129 @@
+"""The compile-free perf_event sampler on the real kernel: counts, stacks, filtering, losses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bpftop.bpf.perf_events import PerfSample, PerfSampler, split_callchain
+from bpftop.symbols.symbolizer import Symbolizer
+from tests.bpf.test_early import allowed
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process has used, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.fixture
+def chain(workloads: Path) -> Iterator[subprocess.Popen[bytes]]:
+    target = subprocess.Popen([str(workloads / "chain"), "60"])
+    yield target
+    target.kill()
+    target.wait()
+
+
+def test_samples_a_spinning_target_at_the_rate_of_its_cpu_time(chain) -> None:
+    hz, seconds = 99, 3.0
+    with PerfSampler(hz, targets=[chain.pid]) as perf:
+        perf.open()
+        before = cpu_s(chain.pid)
+        started_ns = time.monotonic_ns()
+        perf.enable()
+        ran_from = time.monotonic()
+        samples: list[PerfSample] = []
+        lost = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            drained = perf.drain()
+            samples += drained.samples
+            lost += drained.lost
+        perf.disable()
+        used = cpu_s(chain.pid) - before
+        share = used / (time.monotonic() - ran_from)
+        cpus = perf.cpus
+        drained = perf.drain()
+        samples += drained.samples
+    expected = hz * used
+    # cpu_s reads clock ticks (10 ms): a little more slack than allowed()'s 2%.
+    slack = allowed(expected, share) + 0.03 * expected
+    assert abs(len(samples) - expected) <= slack, f"{len(samples)} vs ~{expected}"
+    assert lost == 0
+    assert {s.tgid for s in samples} == {chain.pid}, "nothing of other processes is kept"
+    assert all(started_ns <= s.time_ns <= time.monotonic_ns() for s in samples), "CLOCK_MONOTONIC"
+    assert all(s.cpu in cpus for s in samples)
+    user_mode = [s for s in samples if not s.kernel_stack]
+    assert user_mode and all(s.regs is not None and s.stack_bytes for s in user_mode)
+    assert all(s.regs.ip == s.user_stack[0] for s in user_mode if s.regs is not None)
+
+
+def test_frame_pointer_chain_names_the_callers(chain) -> None:
+    with PerfSampler(99, targets=[chain.pid]) as perf:
+        perf.open()
+        perf.enable()
+        time.sleep(1.5)
+        samples = perf.drain().samples
+    symbolizer = Symbolizer()
+    names: list[list[str]] = []
+    for s in samples[:40]:
+        frames = symbolizer.user_frames(s.tgid, s.user_stack)
+        names.append([f.function or "" for f in frames])
+    full = [n for n in names if {"main", "run", "a"} <= set(n)]
+    assert len(full) >= 0.9 * len(names), names[:5]
+    assert any("c" in n for n in full)
+
+
+def test_every_process_or_none(chain) -> None:
+    with PerfSampler(99, all_processes=True) as perf:
+        perf.open()
+        perf.enable()
+        time.sleep(0.5)
+        everyone = perf.drain().samples
+        perf.set_targets([])
+        perf.all_processes = False
+        time.sleep(0.3)
+        nobody = perf.drain().samples
+    assert chain.pid in {s.tgid for s in everyone}
+    assert 0 not in {s.tgid for s in everyone}, "idle is not a process"
+    assert nobody == ()
+
+
+def test_a_full_ring_counts_what_it_lost(chain) -> None:
+    # The smallest ring and no drains for a while: the kernel must drop records and say so.
+    with PerfSampler(999, all_processes=True, ring_pages=16) as perf:
+        perf.open()
+        perf.enable()
+        time.sleep(1.0)
+        drained = perf.drain()
+        perf.close()
+        assert not perf.opened
+    assert drained.lost > 0
+    assert drained.samples, "what fitted is still read"
+
+
+def test_copies_beyond_the_budget_are_dropped_and_counted(chain) -> None:
+    with PerfSampler(99, targets=[chain.pid], stack_budget_bytes=4096) as perf:
+        perf.open()
+        perf.enable()
+        time.sleep(1.0)
+        drained = perf.drain()
+    copied = sum(len(s.stack_bytes) for s in drained.samples)
+    assert copied <= 4096
+    assert drained.copies_dropped > 0
+    assert drained.copies_dropped + sum(1 for s in drained.samples if s.stack_bytes) == len(
+        [s for s in drained.samples if s.regs is not None]
+    )
+
+
+def test_split_callchain() -> None:
+    kernel, user = 2**64 - 128, 2**64 - 512
+    assert split_callchain([kernel, 1, 2, user, 3, 4]) == ((1, 2), (3, 4))
+    assert split_callchain([user, 5]) == ((), (5,))
+    assert split_callchain([7]) == ((), ())

@@ -1,0 +1,96 @@
+"""The early (perf_event) samples without a kernel: aggregation, the per-CPU
+hand-over cut, stack-quality counts, and what the header and Diagnostics say."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import cast
+
+from bpftop.bpf.perf_events import PerfDrain, PerfSample, PerfSampler, UserRegs
+from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.tui.app.header import header_text
+from bpftop.tui.collect.counters import CollectionCounters
+from bpftop.tui.collect.early import BPF_FP, EARLY_FP, EarlyFeed, early_user_stack
+from bpftop.tui.views.diagnostics import counters_table
+from tests.tui.demo_fixture import demo_snapshot
+
+
+class FakePerf:
+    """What EarlyFeed uses of a PerfSampler, fed by hand."""
+
+    sample_hz = 100
+    cpus = (0, 1)
+
+    def __init__(self) -> None:
+        self.queue: list[PerfDrain] = []
+        self.opened = True
+        self.enabled = True
+
+    def drain(self) -> PerfDrain:
+        return self.queue.pop(0) if self.queue else PerfDrain()
+
+    def disable(self) -> None:
+        self.enabled = False
+
+    def close(self) -> None:
+        self.opened = False
+
+
+def sample(cpu: int, time_ns: int, user: tuple[int, ...] = (0x401000, 0x401100)) -> PerfSample:
+    regs = UserRegs(ip=user[0], sp=0x7FFF0000, bp=0x7FFF0010)
+    return PerfSample(7, 8, cpu, time_ns, (), user, regs, b"\0" * 64)
+
+
+def feed_of(fake: FakePerf) -> EarlyFeed:
+    return EarlyFeed(cast(PerfSampler, fake))
+
+
+def test_equal_stacks_are_aggregated_with_their_quality() -> None:
+    fake = FakePerf()
+    feed = feed_of(fake)
+    try:
+        fake.queue.append(
+            PerfDrain((sample(0, 1), sample(1, 2), sample(0, 3, (0x402000,))), lost=4)
+        )
+        tick, qualities = feed.tick()
+    finally:
+        feed.close()
+    counts = {s.user_stack: s.count for s in tick.samples}
+    assert counts == {(0x401000, 0x401100): 2, (0x402000,): 1}
+    assert tick.lost_events == 4 and dict(qualities) == {EARLY_FP: 3}
+    assert len(feed.copies) == 3, "regs + copied stacks are kept for a later walk"
+    assert not fake.opened
+
+
+def test_hand_over_keeps_each_cpu_samples_before_its_first_bpf_sample() -> None:
+    fake = FakePerf()
+    feed = feed_of(fake)
+    fake.queue.append(PerfDrain((sample(0, 10), sample(0, 20), sample(1, 10), sample(1, 30))))
+    tick, qualities = feed.hand_over(lambda: {0: 15, 1: 31})
+    assert tick.total_samples == 3, "cpu 0: only t=10; cpu 1: both"
+    assert dict(qualities) == {EARLY_FP: 3}
+    assert not fake.enabled and not fake.opened
+
+
+def test_early_user_stack_is_the_frame_pointer_chain_today() -> None:
+    s = sample(0, 1)
+    assert early_user_stack(s) == (s.user_stack, EARLY_FP)
+
+
+def test_counters_count_samples_by_quality() -> None:
+    counters = CollectionCounters("profile:hz:99")
+    counters.add(RawTick((RawSample(1, 1, (1,), (), 5),), interval_s=1), {EARLY_FP: 5})
+    counters.add(RawTick((RawSample(1, 1, (1,), (), 3),), interval_s=1), {BPF_FP: 3})
+    stats = counters.freeze()
+    assert stats.stack_quality == ((BPF_FP, 3), (EARLY_FP, 5))
+    assert stats.early_samples == 5 and stats.total_samples == 8
+
+
+def test_header_and_diagnostics_name_the_qualities_only_when_early_samples_exist() -> None:
+    plain = demo_snapshot()
+    assert "early" not in header_text(plain, False, 1.0).plain
+    mixed = replace(plain, stats=replace(plain.stats, stack_quality=((BPF_FP, 9), (EARLY_FP, 4))))
+    assert "4 early (perf_event, frame-pointer stacks)" in header_text(mixed, False, 1.0).plain
+    rows = counters_table(mixed).columns[0]._cells
+    assert f"user stacks by {EARLY_FP}" in rows and f"user stacks by {BPF_FP}" in rows
+    assert not any("user stacks by" in str(c) for c in counters_table(plain).columns[0]._cells)

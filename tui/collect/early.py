@@ -1,0 +1,196 @@
+"""Samples before BPF counts: perf_event_open's own rings, then a clean hand-over.
+
+Owns :class:`EarlyFeed` (the compile-free :class:`PerfSampler` while BCC
+compiles, or instead of BPF when it cannot load: drain, make stacks,
+aggregate into a :class:`RawTick`; keep each sample's copied user stack,
+bounded, for a later user-space .eh_frame walk; hand over to BPF per CPU at
+the first BPF sample's time, so nothing is lost or counted twice) and
+:func:`early_user_stack`, the one place an early sample's user stack and its
+quality are decided. Used only from the collector thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+
+from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.perf_events import PerfSample, PerfSampler
+from bpftop.bpf.raw import Addresses, RawSample, RawTick
+
+# Stack qualities, as CollectionStats counts them (samples by how their user stack was made).
+EARLY_FP = "perf_event, frame pointers"
+BPF_WALKER = "BPF .eh_frame walker"
+BPF_FP = "BPF frame pointers"
+HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
+POLL_S = 0.1  # the rings are emptied this often (they hold ~2 s)
+FIRST_TICK_S = 0.25  # the first early snapshot goes out this soon
+
+Qualities = Mapping[str, int]
+
+
+def early_user_stack(sample: PerfSample) -> tuple[Addresses, str]:
+    """An early sample's user stack (leaf first) and how it was made.
+
+    Today the kernel's frame-pointer chain. This is where a user-space walk
+    of ``sample.regs`` + ``sample.stack_bytes`` with the process's .eh_frame
+    tables (``symbols.stack_walk.walk_copied_stack``) plugs in, falling back
+    to the chain when the walk is incomplete.
+    """
+    return sample.user_stack, EARLY_FP
+
+
+class EarlyFeed:
+    """Owns a running :class:`PerfSampler` until BPF takes over (or for the whole run)."""
+
+    def __init__(self, perf: PerfSampler) -> None:
+        self._perf = perf
+        self._last = time.monotonic()
+        self._lock = threading.Lock()  # guards the rings, _pending and _lost
+        self._pending: list[PerfSample] = []
+        self._lost = 0
+        # Samples with regs + copied stack, for a later walk (the sampler bounds the bytes).
+        self.copies: list[PerfSample] = []
+        self.copies_dropped = 0
+        self.total = 0
+        # The rings are emptied on a thread of their own: a slow tick (the first
+        # symbolization, a busy machine) must not make the kernel drop records.
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll_rings, name="bpftop-rings", daemon=True)
+        self._poller.start()
+
+    @classmethod
+    def start(
+        cls, sample_hz: int, targets: Iterable[int], all_processes: bool
+    ) -> tuple[EarlyFeed | None, str]:
+        """A running feed, or None and why perf_event sampling is not possible."""
+        perf = PerfSampler(sample_hz, targets=targets, all_processes=all_processes)
+        try:
+            perf.open()
+            perf.enable()
+        except BpftopError as err:
+            perf.close()
+            return None, str(err)
+        return cls(perf), ""
+
+    @property
+    def running(self) -> bool:
+        return self._perf.opened
+
+    def _poll_rings(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.poll()
+
+    def poll(self) -> None:
+        """Empty the rings into this feed (a ring holds ~2 s of samples)."""
+        with self._lock:
+            if self._perf.opened:
+                drained = self._perf.drain()
+                self._pending += drained.samples
+                self._lost += drained.lost
+                self.copies_dropped += drained.copies_dropped
+
+    def tick(self) -> tuple[RawTick, Qualities]:
+        """Everything sampled since the last tick, aggregated by equal stacks."""
+        self.poll()
+        return self._tick(lambda _: True)
+
+    def hand_over(self, first_bpf_ns: Callable[[], Mapping[int, int]]) -> tuple[RawTick, Qualities]:
+        """BPF counts now: keep the perf samples of each CPU taken before BPF's
+        first sample there (``first_bpf_ns()``: CPU -> CLOCK_MONOTONIC ns, 0 or
+        absent = none yet; polled up to HANDOVER_PERIODS periods), then stop."""
+        period_s = 1.0 / max(1, self._perf.sample_hz)
+        deadline = time.monotonic() + HANDOVER_PERIODS * period_s
+        cpus = self._perf.cpus
+        cuts = dict(first_bpf_ns())
+        while any(not cuts.get(c) for c in cpus) and time.monotonic() < deadline:
+            time.sleep(period_s / 4)
+            cuts = dict(first_bpf_ns())
+        now_ns = time.monotonic_ns()  # a CPU without a BPF sample yet: BPF had none before now
+        with self._lock:
+            self._perf.disable()
+        self.poll()
+        self.close()
+        return self._tick(lambda s: s.time_ns < (cuts.get(s.cpu) or now_ns))
+
+    def _tick(self, keep: Callable[[PerfSample], bool]) -> tuple[RawTick, Qualities]:
+        with self._lock:
+            pending, lost, self._pending, self._lost = self._pending, self._lost, [], 0
+        counts: Counter[tuple[int, int, Addresses, Addresses]] = Counter()
+        qualities: Counter[str] = Counter()
+        for sample in pending:
+            if not keep(sample):
+                continue
+            user, quality = early_user_stack(sample)
+            counts[sample.tgid, sample.tid, user, sample.kernel_stack] += 1
+            qualities[quality] += 1
+            if sample.stack_bytes:
+                self.copies.append(sample)
+        now = time.monotonic()
+        tick = RawTick(
+            samples=tuple(
+                RawSample(tgid, tid, user, kernel, n, user_error="" if user else "EFAULT")
+                for (tgid, tid, user, kernel), n in counts.items()
+            ),
+            lost_events=lost,
+            interval_s=now - self._last,
+        )
+        self._last = now
+        self.total += tick.total_samples
+        return tick, qualities
+
+    def close(self) -> None:
+        """Stop the ring thread, close the perf events (the kept copies stay); safe twice."""
+        self._stop.set()
+        if self._poller is not threading.current_thread():
+            self._poller.join()
+        with self._lock:
+            self._perf.close()
+
+
+class BackgroundLoad:
+    """``load()`` (BCC's compile: its ctypes calls release the GIL) on a helper thread.
+
+    ``done`` is set when it returns (``error``: what it raised). A collector
+    that stops before then calls :meth:`abandon`: the helper then calls
+    ``close()`` itself once the load returns, so nothing it loaded stays.
+    """
+
+    def __init__(
+        self, load: Callable[[], None], close: Callable[[], None], on_done: Callable[[], None]
+    ) -> None:
+        self._load, self._close, self._on_done = load, close, on_done
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bpftop-compile", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._load()
+        except BaseException as exc:  # handed to the collector thread
+            self.error = exc
+        with self._lock:
+            self.done.set()
+            if self._abandoned:
+                self._close()
+        self._on_done()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def abandon(self) -> bool:
+        """The collector ends now: True if the load still runs (its thread will close)."""
+        with self._lock:
+            if not self.done.is_set():
+                self._abandoned = True
+            return self._abandoned
+
+    @property
+    def succeeded(self) -> bool:
+        """The load is over and raised nothing."""
+        return self.done.is_set() and self.error is None
