@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 
+from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -88,8 +89,14 @@ class ProfileMeta:
 
     @property
     def timed(self) -> bool:
-        """True when a count is nanoseconds of time, not a number of samples or events."""
-        return self.unit == NANOSECONDS
+        """True when a count is nanoseconds of time, not a number of samples or events
+        (the unit says so, or the probe is one that weighs stacks by time)."""
+        if self.unit == NANOSECONDS:
+            return True
+        try:
+            return bool(self.probe) and parse_spec(self.probe).weighted
+        except ProbeSpecError:
+            return False
 
     @property
     def duration_ns(self) -> int:
@@ -190,8 +197,16 @@ def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
 def snapshot_meta(
     snap: Snapshot, *, frequency_hz: int, start_ns: int, end_ns: int, version: str
 ) -> ProfileMeta:
-    """The metadata of a recording that ended with ``snap``."""
+    """The metadata of a recording that ended with ``snap``; a time probe's
+    ``samples`` are the events it saw (calls, blocks), its counts nanoseconds."""
     process = snap.process
+    timed = bool(snap.weight_unit)
+    try:
+        spec = parse_spec(snap.stats.probe)
+        if spec.kind is ProbeKind.PROFILE:
+            frequency_hz = spec.number  # the probe's own rate, whatever -F said
+    except ProbeSpecError:
+        pass
     return ProfileMeta(
         command=process.cmdline if process is not None else "",
         pids=(process.pid,) if process is not None else (),
@@ -199,10 +214,11 @@ def snapshot_meta(
         frequency_hz=frequency_hz,
         start_ns=start_ns,
         end_ns=end_ns,
-        samples=snap.tree.total_count,
+        samples=snap.probe_events if timed else snap.tree.total_count,
         lost_events=snap.stats.lost_events,
         dropped_samples=snap.stats.dropped_samples,
         version=version,
+        unit=NANOSECONDS if timed else "",
     )
 
 
