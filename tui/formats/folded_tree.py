@@ -5,7 +5,9 @@ values: one C-level regex pass finds every line, each distinct frame text
 gets an id (a chunk of lines split at once, looked up through a dict), the
 ids become a matrix of key paths ("all", the group = first frame, frames),
 and ``path_tree`` merges the paths into a ``LiveTree`` with array passes.
-The tree equals ``to_profile(from_folded(text)).tree()``. No Textual, no I/O.
+The tree equals ``to_profile(from_folded(text)).tree()``. ``cap_depth`` cuts
+stacks deeper than ``MAX_FRAMES`` first; a count beyond 64 bits raises
+``CountOverflow`` (the caller names the file and line). No Textual, no I/O.
 """
 
 from __future__ import annotations
