@@ -98,3 +98,30 @@ def test_diff_of_unlike_profiles_warns(tmp_path: Path) -> None:
     assert "samples/events vs nanoseconds" in done.stderr
     same = bpftop("diff", "--folded", str(cpu), str(cpu))
     assert same.returncode == 0 and "warning" not in same.stderr
+
+
+def test_bad_bytes_in_speedscope_names_are_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "p.speedscope.json"
+    write_saved(from_tree(sample_profile().tree(), META), path, "speedscope")
+    path.write_bytes(path.read_bytes().replace(b'"name":"run"', b'"name":"r\xffn"'))
+    saved = read_saved(path)
+    assert "r\ufffdn" in {f.name for s in saved.stacks for f in s.frames}
+    out = tmp_path / "back.folded"
+    write_saved(saved, out, "folded")  # writable again: no lone surrogates
+    assert "r\ufffdn" in out.read_text()
+
+
+def test_sniffing_is_by_structure(tmp_path: Path) -> None:
+    cases = {
+        "<module> (t.py:1);spin (t.py:3) 4\n": 4,  # py-spy raw: folded, not XML
+        "# a comment line\napp;main 2\n": 2,
+        "<frame>;x 1 2\n": 2,  # a two-count diff line
+    }
+    for text, total in cases.items():
+        path = tmp_path / "p.txt"
+        path.write_text(text)
+        assert read_saved(path).total == total, text
+    svg = tmp_path / "p.svg"
+    write_saved(from_tree(sample_profile().tree(), META), svg, "svg")
+    with pytest.raises(ProfileFileError, match="looks like XML/SVG"):
+        read_saved(svg)

@@ -4,8 +4,9 @@
 text (a first stack line ``frames COUNT``) apart; SVG/XML is refused with a
 hint. A first frame like py-spy's ``<module>`` is folded, not XML: the
 shape of the first line decides, not its first character. Text that is not
-valid UTF-8 is decoded with ``surrogateescape`` so that only the lines with
-bad bytes are lost (``drop_bad_lines`` removes and counts them). No I/O.
+valid UTF-8 is decoded with ``surrogateescape`` so that only the folded lines
+with bad bytes are lost (``drop_bad_lines`` removes and counts them); in
+speedscope JSON they become U+FFFD. No I/O.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def classify(data: bytes, source: object) -> tuple[str, bytes | str]:
         return "pprof", data
     text = decode_text(data)
     first = _first_line(text)
-    if first.lstrip().startswith("{"):
-        return "speedscope", text
+    if first.lstrip().startswith("{"):  # bad bytes in JSON strings become U+FFFD
+        return "speedscope", data.decode("utf-8", errors="replace")
     if _FOLDED_LINE.fullmatch(first):
         return "folded", text
     if _XML_START.match(first.lstrip()):
