@@ -5,6 +5,8 @@
 #     (BCC's Python bindings come only from Debian), with bpftop installed
 #     editable plus its dev tools
 #   - the C workloads (demo and tests) under build/workloads
+#   - py-spy (a dev extra) and perf write the other tools' profiles the format
+#     tests read; Go (golang-go) builds a runtime/pprof CPU profile there too
 #   - the real consumers the export tests check against: Go's pprof
 #     (golang-go), headless Chromium, and speedscope's npm package (its
 #     file-format schema) under build/node

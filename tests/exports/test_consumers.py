@@ -82,7 +82,9 @@ def test_chromium_hovers_zooms_and_searches_the_svg(tmp_path: Path, chromium: Ch
     assert 0 < run["w"] < 1200 * 0.8  # 9 of 12 samples
     chromium.mouse("mouseMoved", run["x"], run["y"])
     details = chromium.js("document.getElementById('details').textContent")
-    assert details.startswith("run in /bin/app (user): 9 samples, 75.00%"), details
+    assert details.startswith("run in /bin/app (user): 9 samples (90.909 ms of CPU), 75.00%"), (
+        details
+    )
     chromium.mouse("mousePressed", run["x"], run["y"])
     chromium.mouse("mouseReleased", run["x"], run["y"])
     assert chromium.js("document.documentElement.getAttribute('data-zoom')") == "run"

@@ -5,8 +5,10 @@
 /tmp and the error names both the failure and the rescue file.
 ``view FILE`` opens the live TUI on a saved profile; ``diff BASE NEW`` opens
 it on NEW with BASE as the baseline, or with ``--folded`` prints the
-two-count folded lines of flamegraph.pl's difference graphs. Neither needs
-root: nothing here touches the kernel.
+two-count folded lines of flamegraph.pl's difference graphs; when the two
+measured different things (samples vs nanoseconds, another probe) it warns
+on stderr and in the header. Neither needs root: nothing here touches the
+kernel.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bpftop.bpf.errors import OutputError
@@ -30,7 +33,7 @@ from bpftop.tui.formats.profile_io import (
     saved_writer,
     write_saved,
 )
-from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree
+from bpftop.tui.formats.saved import MAX_FRAMES, ProfileMeta, SavedProfile, from_tree
 from bpftop.tui.formats.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 from bpftop.tui.model.views import hot_from_tree
@@ -92,7 +95,7 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
     """A snapshot showing a saved profile (phase SAVED, no live process)."""
     meta, tree = loaded.meta, loaded.tree
     stats = CollectionStats(
-        probe=meta.probe or "unknown probe",
+        probe=describe(meta),
         elapsed_s=meta.duration_ns / 1e9,
         total_samples=tree.total_count,
         lost_events=meta.lost_events,
@@ -105,23 +108,63 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
         cmdline=meta.command, cpu_percent=0.0, rss_bytes=0, num_threads=len(groups),
         alive=False,
     )  # fmt: skip
+    return Snapshot(
+        seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
+        hot=hot_from_tree(tree, limit=500), message=_note(loaded, path),
+        weight_unit="ns" if meta.timed else "",
+    )  # fmt: skip
+
+
+def _note(loaded: LoadedTree | SavedProfile, path: Path) -> str:
+    """``FILE`` plus what reading it skipped or cut."""
     note = f"{path.name}"
     if loaded.skipped:
         note += f": {loaded.skipped:,} unreadable lines/samples skipped"
-    return Snapshot(
-        seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
-        hot=hot_from_tree(tree, limit=500), message=note,
-    )  # fmt: skip
+    if loaded.truncated:
+        note += f"{',' if loaded.skipped else ':'} {loaded.truncated:,} stacks deeper than "
+        note += f"{MAX_FRAMES} frames cut"
+    return note
+
+
+def describe(meta: ProfileMeta) -> str:
+    """What the profile measured, in the header's probe slot: bpftop's probe, or what
+    another tool's file says (sample type, period, name/exporter)."""
+    parts = [meta.probe] if meta.probe else []
+    if meta.sample_type:
+        parts.append(meta.sample_type)
+    if meta.period:
+        parts.append(f"period {meta.period}")
+    if meta.source:
+        parts.append(f"from {meta.source}")
+    return ", ".join(parts) or "unknown probe"
 
 
 def _load(path: Path, stacks: bool = False) -> LoadedTree | SavedProfile:
     """The call tree (or with ``stacks`` every stack) of a saved profile."""
     tune_gc()  # millions of acyclic objects: the cyclic GC would rescan them again and again
     loaded = read_saved(path) if stacks else load_tree(path)
-    if loaded.skipped:
-        print(f"bpftop: {path}: skipped {loaded.skipped:,} unreadable lines/samples",
-              file=sys.stderr)  # fmt: skip
+    if loaded.skipped or loaded.truncated:
+        print(f"bpftop: {path}: {_note(loaded, path).partition(': ')[2]}", file=sys.stderr)
     return loaded
+
+
+def _warn_mismatch(base: ProfileMeta, new: ProfileMeta, base_path: Path, new_path: Path) -> str:
+    """A warning when the two profiles measured different things, else ""."""
+    if base.unit != new.unit:
+        what = f"{_unit(base)} vs {_unit(new)}"
+    elif base.probe and new.probe and base.probe != new.probe:
+        what = f"probe {base.probe} vs {new.probe}"
+    elif base.sample_type != new.sample_type:
+        what = f"{base.sample_type or 'samples'} vs {new.sample_type or 'samples'}"
+    else:
+        return ""
+    warning = f"{base_path.name} and {new_path.name} measured different things ({what})"
+    print(f"bpftop: warning: {warning}; the diff compares unlike counts", file=sys.stderr)
+    return warning
+
+
+def _unit(meta: ProfileMeta) -> str:
+    return "nanoseconds" if meta.timed else "samples/events"
 
 
 def view(args: argparse.Namespace) -> int:
@@ -134,12 +177,16 @@ def view(args: argparse.Namespace) -> int:
 def diff(args: argparse.Namespace) -> int:
     """``bpftop diff BASE NEW``: the baseline-diff view, or ``--folded`` text."""
     base, new = _load(args.base, args.folded), _load(args.new, args.folded)
+    warning = _warn_mismatch(base.meta, new.meta, args.base, args.new)
     if isinstance(base, SavedProfile) and isinstance(new, SavedProfile):
         lines = diff_lines(base, new)
         write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
         return 0
     assert isinstance(base, LoadedTree) and isinstance(new, LoadedTree)
-    return _run_app(saved_snapshot(new, args.new), saved_snapshot(base, args.base))
+    snap = saved_snapshot(new, args.new)
+    if warning:
+        snap = replace(snap, message=f"{snap.message}; warning: {warning}")
+    return _run_app(snap, saved_snapshot(base, args.base))
 
 
 def _run_app(snap: Snapshot, base: Snapshot | None) -> int:

@@ -5,25 +5,28 @@ values: one C-level regex pass finds every line, each distinct frame text
 gets an id (a chunk of lines split at once, looked up through a dict), the
 ids become a matrix of key paths ("all", the group = first frame, frames),
 and ``path_tree`` merges the paths into a ``LiveTree`` with array passes.
-The tree equals ``to_profile(from_folded(text)).tree()``. No Textual, no I/O.
+The tree equals ``to_profile(from_folded(text)).tree()``. ``cap_depth`` cuts
+stacks deeper than ``MAX_FRAMES`` first; a count beyond 64 bits raises
+``CountOverflow`` (the caller names the file and line). No Textual, no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter
 
 import numpy as np
 
 from bpftop.tui.formats.folded import KERNEL_SUFFIX
-from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.saved import CUT_FRAME, MAX_FRAMES
 from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
 from bpftop.tui.model.store import Ids, LiveNode, NodeKey, TreeStore
 
 _LINE = re.compile(r"^[^\S\n]*(\S[^\n]*) (\d+)[^\S\n]*$", re.MULTILINE)
 _NONBLANK = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
 _K = len(KERNEL_SUFFIX)
+_INT64_MAX = 2**63 - 1
 _CHUNK = 50_000
 """Lines split into frame texts at a time (their strings die with the chunk)."""
 
@@ -37,14 +40,42 @@ def parse_lines(text: str) -> tuple[list[tuple[str, str]], int]:
     return found, len(_NONBLANK.findall(text)) - len(found)
 
 
+class CountOverflow(ValueError):
+    """A count that does not fit in 64 bits; ``count`` is its text as written."""
+
+    def __init__(self, count: str) -> None:
+        super().__init__(f"count {count} does not fit in 64 bits")
+        self.count = count
+
+
 def parse_folded(text: str) -> tuple[dict[str, int], int]:
     """Stack text -> summed count, and the number of non-blank lines without a count."""
     found, skipped = parse_lines(text)
     counts: dict[str, int] = {}
     get = counts.get
     for stack, count in found:
-        counts[stack] = get(stack, 0) + int(count)
+        value = int(count)
+        if value > _INT64_MAX:
+            raise CountOverflow(count)
+        counts[stack] = get(stack, 0) + value
     return counts, skipped
+
+
+def cap_depth(
+    found: list[tuple[str, str]], max_frames: int = MAX_FRAMES
+) -> tuple[list[tuple[str, str]], int]:
+    """Stacks deeper than ``max_frames`` cut to that many frames, the last ``CUT_FRAME``;
+    and how many were cut. (The group before the first ``;`` is not a frame.)"""
+    depths = list(map(str.count, map(itemgetter(0), found), repeat(";")))
+    if max(depths, default=0) <= max_frames:
+        return found, 0
+    out, cut = [], 0
+    for (stack, count), depth in zip(found, depths, strict=True):
+        if depth > max_frames:
+            kept = stack.split(";", max_frames)[:max_frames]
+            stack, cut = ";".join([*kept, CUT_FRAME]), cut + 1
+        out.append((stack, count))
+    return out, cut
 
 
 class _TextIds(dict[str, int]):
@@ -60,9 +91,7 @@ def folded_tree(found: list[tuple[str, str]]) -> LiveNode:
     try:
         counts = np.fromiter(map(int, map(itemgetter(1), found)), np.int64, len(found))
     except OverflowError:
-        raise ProfileFileError(
-            "a sample count does not fit in 64 bits", "is this a folded stack file?"
-        ) from None
+        raise CountOverflow(next(c for _, c in found if int(c) > _INT64_MAX)) from None
     stacks = list(map(itemgetter(0), found))
     if not counts.all():
         positive = counts > 0

@@ -5,30 +5,35 @@ gives the same bytes to any open stream): a file is replaced atomically and
 keeps its owner and mode, a device or FIFO is written in place, ``-`` is
 standard output, and every failure raises ``OutputError`` saying why.
 ``read_saved`` (the stacks) and ``load_tree`` (just the call tree, fast for
-big folded files) recognise the format by content (gzip magic: pprof; ``{``:
-speedscope; else folded), refuse files larger than ``MAX_READ_BYTES`` up
-front and turn every parse failure into ``ProfileFileError`` (one line for
-the user).
+big folded files) recognise the format by content (``sniff.classify``),
+refuse more than ``MAX_READ_BYTES`` (a regular file up front, a device or
+FIFO after reading one byte more), cut stacks deeper than ``MAX_FRAMES``
+(counted), refuse a file with no samples, and turn every parse failure into
+``ProfileFileError`` (one line for the user, naming the file).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from bpftop.tui.formats.atomic import write_output
-from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
+from bpftop.tui.formats.folded_tree import CountOverflow, folded_tree, parse_lines
+from bpftop.tui.formats.folded_tree import cap_depth as cap_depth_lines
 from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.formats.pprof.reader import from_pprof
-from bpftop.tui.formats.saved import ProfileMeta, SavedProfile
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth
 from bpftop.tui.formats.saved_folded import from_folded, saved_lines
 from bpftop.tui.formats.saved_tree import build_tree
+from bpftop.tui.formats.sniff import classify, drop_bad_lines
 from bpftop.tui.formats.speedscope import SpeedscopeError, from_speedscope, to_speedscope
 from bpftop.tui.formats.svgflame import to_svg
 from bpftop.tui.model.snapshot import CallNode
@@ -65,58 +70,81 @@ def saved_writer(
 
 @dataclass(frozen=True, slots=True)
 class LoadedTree:
-    """What the app needs of a saved profile: its metadata, call tree and skipped count."""
+    """What the app needs of a saved profile: its metadata, call tree, what was
+    skipped (unreadable lines or samples) and how many stacks were cut at ``MAX_FRAMES``."""
 
     meta: ProfileMeta
     tree: CallNode
     skipped: int
+    truncated: int = 0
 
 
 def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
     """Read a profile bpftop (or another tool) saved as folded, speedscope or pprof."""
     source = Path(path)
-    kind, payload = _classify(_read_bytes(source), source)
+    kind, payload = classify(_read_bytes(source), source)
     if kind == "folded":
         assert isinstance(payload, str)
-        return from_folded(payload)
-    return _parse(kind, payload, source)
+        text, bad = drop_bad_lines(payload)
+        try:
+            saved = from_folded(text)
+        except CountOverflow as err:
+            raise _overflow(source, text, err) from None
+        saved = replace(saved, skipped=saved.skipped + bad)
+    else:
+        saved, bad = cap_depth(_parse(kind, payload, source)), 0
+    if saved.total <= 0:
+        raise _no_samples(source, saved.skipped, bad)
+    return saved
 
 
 def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
     """The call tree of a saved profile, the fast way (folded text never becomes stacks)."""
     source = Path(path)
-    kind, payload = _classify(_read_bytes(source), source)
+    kind, payload = classify(_read_bytes(source), source)
     if kind == "folded":
         assert isinstance(payload, str)
-        found, skipped = parse_lines(payload)
-        return LoadedTree(ProfileMeta(), folded_tree(found), skipped)
-    saved = _parse(kind, payload, source)
-    return LoadedTree(saved.meta, build_tree(saved), saved.skipped)
+        text, bad = drop_bad_lines(payload)
+        found, skipped = parse_lines(text)
+        found, cut = cap_depth_lines(found)
+        try:
+            loaded = LoadedTree(ProfileMeta(), folded_tree(found), skipped + bad, cut)
+        except CountOverflow as err:
+            raise _overflow(source, text, err) from None
+    else:
+        saved, bad = cap_depth(_parse(kind, payload, source)), 0
+        loaded = LoadedTree(saved.meta, build_tree(saved), saved.skipped, saved.truncated)
+    if loaded.tree.total_count <= 0:
+        raise _no_samples(source, loaded.skipped, bad)
+    return loaded
 
 
-def _classify(data: bytes, source: Path) -> tuple[str, bytes | str]:
-    """("pprof", protobuf bytes), ("speedscope", JSON text) or ("folded", text)."""
-    if data[:2] == b"\x1f\x8b":
-        return "pprof", _gunzip(data, source)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProfileFileError(
+def _no_samples(source: Path, skipped: int, bad: int) -> ProfileFileError:
+    if bad:  # not one readable line, and some were not even text
+        return ProfileFileError(
             f"{source} is neither text nor gzip", "give a folded, speedscope or pprof file"
-        ) from None
-    start = text.lstrip()[:1]
-    if start == "<":
-        raise ProfileFileError(
-            f"{source} looks like XML/SVG", "an SVG flame graph cannot be read back; "
-            "use the folded, speedscope or pprof file",
-        )  # fmt: skip
-    return ("speedscope" if start == "{" else "folded"), text
+        )
+    why = f" ({skipped:,} unreadable lines/samples skipped)" if skipped else ""
+    return ProfileFileError(
+        f"no samples in {source}{why}", "give a folded, speedscope or pprof file with samples"
+    )
+
+
+def _overflow(source: Path, text: str, err: CountOverflow) -> ProfileFileError:
+    """The error naming the file and the first line whose count is ``err.count``."""
+    found = re.search(rf"[ \t]{err.count}[ \t]*\r?$", text, re.MULTILINE)
+    line = text.count("\n", 0, found.start()) + 1 if found else 0
+    where = f" line {line}" if line else ""
+    return ProfileFileError(
+        f"{source}{where}: count {err.count} does not fit in 64 bits",
+        "is this a folded stack file?",
+    )
 
 
 def _parse(kind: str, payload: bytes | str, source: Path) -> SavedProfile:
     try:
         if isinstance(payload, bytes):
-            return from_pprof(parse_pprof(payload))
+            return from_pprof(parse_pprof(_gunzip(payload, source)))
         return from_speedscope(json.loads(payload))
     except json.JSONDecodeError as err:
         raise ProfileFileError(
@@ -130,19 +158,29 @@ def _parse(kind: str, payload: bytes | str, source: Path) -> SavedProfile:
 
 
 def _read_bytes(source: Path) -> bytes:
+    """The file's bytes; more than ``MAX_READ_BYTES`` is refused, for a regular file up
+    front, for anything else (a device, FIFO, /dev/zero) after reading one byte more."""
     try:
-        size = source.stat().st_size
-        if size > MAX_READ_BYTES:
-            raise ProfileFileError(
-                f"{source} is {size / 2**20:,.0f} MiB, more than bpftop reads "
-                f"({MAX_READ_BYTES // 2**20} MiB)",
-                "cut it down first (e.g. keep the hottest lines of a folded file)",
-            )
-        return source.read_bytes()
+        with open(source, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            size = info.st_size
+            if stat.S_ISREG(info.st_mode) and size > MAX_READ_BYTES:
+                raise _too_big(f"{source} is {size / 2**20:,.0f} MiB, more than")
+            data = stream.read(MAX_READ_BYTES + 1)
     except OSError as err:
         raise ProfileFileError(
             f"cannot read {source}: {err.strerror or err}", "check the path"
         ) from None
+    if len(data) > MAX_READ_BYTES:
+        raise _too_big(f"{source} (not a regular file) gives more than")
+    return data
+
+
+def _too_big(what: str) -> ProfileFileError:
+    return ProfileFileError(
+        f"{what} bpftop reads ({MAX_READ_BYTES // 2**20} MiB)",
+        "cut it down first (e.g. keep the hottest lines of a folded file)",
+    )
 
 
 def _gunzip(data: bytes, source: Path) -> bytes:

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
+from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 
 _UNNAMED = re.compile(r"(.+)\+0x([0-9a-f]+)")
+
+MAX_FRAMES = 512
+"""Deeper stacks are cut on read (no profiler bpftop meets writes deeper ones;
+a 100,000-frame line would make every view quadratic)."""
+CUT_FRAME = "[deeper frames cut]"
+"""The frame that ends a stack cut at ``MAX_FRAMES`` (its samples stay counted)."""
+NANOSECONDS = "nanoseconds"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +65,11 @@ class ProfileMeta:
 
     Times are wall-clock nanoseconds since the epoch. ``lost_events`` are
     perf-buffer records the kernel could not deliver, ``dropped_samples``
-    samples not counted because the in-kernel map was full.
+    samples not counted because the in-kernel map was full. ``unit`` is what
+    one count is ("": one sample or event; ``NANOSECONDS``: time).
+    ``sample_type``, ``period`` and ``source`` say what another tool's file
+    says about itself (pprof: ``cpu/nanoseconds``, ``10000000 cpu/nanoseconds``;
+    speedscope: its name and exporter).
     """
 
     command: str = ""
@@ -70,6 +82,21 @@ class ProfileMeta:
     lost_events: int = 0
     dropped_samples: int = 0
     version: str = ""
+    unit: str = ""
+    sample_type: str = ""
+    period: str = ""
+    source: str = ""
+
+    @property
+    def timed(self) -> bool:
+        """True when a count is nanoseconds of time, not a number of samples or events
+        (the unit says so, or the probe is one that weighs stacks by time)."""
+        if self.unit == NANOSECONDS:
+            return True
+        try:
+            return bool(self.probe) and parse_spec(self.probe).weighted
+        except ProbeSpecError:
+            return False
 
     @property
     def duration_ns(self) -> int:
@@ -107,11 +134,13 @@ class ProfileMeta:
 
 @dataclass(frozen=True, slots=True)
 class SavedProfile:
-    """Stacks and metadata; ``skipped`` counts input records an importer could not use."""
+    """Stacks and metadata; ``skipped`` counts input records an importer could not use,
+    ``truncated`` the stacks it cut at ``MAX_FRAMES``."""
 
     meta: ProfileMeta
     stacks: tuple[SavedStack, ...]
     skipped: int = 0
+    truncated: int = 0
 
     @property
     def total(self) -> int:
@@ -120,6 +149,20 @@ class SavedProfile:
     def threads(self) -> list[str]:
         """The stack groups in order of first appearance."""
         return list(dict.fromkeys(stack.thread for stack in self.stacks))
+
+
+def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile:
+    """``saved`` with stacks deeper than ``max_frames`` cut, the last frame ``CUT_FRAME``."""
+    if all(len(stack.frames) <= max_frames for stack in saved.stacks):
+        return saved
+    cut_frame = SavedFrame(CUT_FRAME)
+    stacks, cut = [], 0
+    for stack in saved.stacks:
+        if len(stack.frames) > max_frames:
+            frames = (*stack.frames[: max_frames - 1], cut_frame)
+            stack, cut = SavedStack(stack.thread, frames, stack.count), cut + 1
+        stacks.append(stack)
+    return replace(saved, stacks=tuple(stacks), truncated=saved.truncated + cut)
 
 
 def saved_frame(node: CallNode) -> SavedFrame:
@@ -154,8 +197,16 @@ def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
 def snapshot_meta(
     snap: Snapshot, *, frequency_hz: int, start_ns: int, end_ns: int, version: str
 ) -> ProfileMeta:
-    """The metadata of a recording that ended with ``snap``."""
+    """The metadata of a recording that ended with ``snap``; a time probe's
+    ``samples`` are the events it saw (calls, blocks), its counts nanoseconds."""
     process = snap.process
+    timed = bool(snap.weight_unit)
+    try:
+        spec = parse_spec(snap.stats.probe)
+        if spec.kind is ProbeKind.PROFILE:
+            frequency_hz = spec.number  # the probe's own rate, whatever -F said
+    except ProbeSpecError:
+        pass
     return ProfileMeta(
         command=process.cmdline if process is not None else "",
         pids=(process.pid,) if process is not None else (),
@@ -163,10 +214,11 @@ def snapshot_meta(
         frequency_hz=frequency_hz,
         start_ns=start_ns,
         end_ns=end_ns,
-        samples=snap.tree.total_count,
+        samples=snap.probe_events if timed else snap.tree.total_count,
         lost_events=snap.stats.lost_events,
         dropped_samples=snap.stats.dropped_samples,
         version=version,
+        unit=NANOSECONDS if timed else "",
     )
 
 

@@ -13,7 +13,13 @@ from collections.abc import Iterator
 
 from bpftop.tui.formats.folded import KERNEL_SUFFIX
 from bpftop.tui.formats.folded_tree import parse_folded
-from bpftop.tui.formats.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+from bpftop.tui.formats.saved import (
+    ProfileMeta,
+    SavedFrame,
+    SavedProfile,
+    SavedStack,
+    cap_depth,
+)
 
 _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 
@@ -47,14 +53,15 @@ class _Frames(dict[str, SavedFrame]):
 
 
 def from_folded(text: str) -> SavedProfile:
-    """Parse folded text; lines without a count are counted in ``skipped``."""
+    """Parse folded text; lines without a count are counted in ``skipped``, stacks
+    deeper than ``MAX_FRAMES`` are cut (``truncated``)."""
     counts, skipped = parse_folded(text)
     frame = _Frames().__getitem__
     stacks = []
     for stack, count in counts.items():
         names = stack.split(";")
         stacks.append(SavedStack(names[0], tuple(map(frame, names[1:])), count))
-    return SavedProfile(ProfileMeta(), tuple(stacks), skipped)
+    return cap_depth(SavedProfile(ProfileMeta(), tuple(stacks), skipped))
 
 
 def diff_lines(base: SavedProfile, new: SavedProfile) -> Iterator[str]:

@@ -3,7 +3,8 @@
 An icicle (root on top, as the TUI's flame view), one ``<g class="f">`` per
 frame wide enough to see, colored by kind (user code by module, kernel,
 inlined, unknown). The embedded script (``svgflame.js`` beside this file,
-inlined into the SVG) shows a frame's details on hover, zooms into a frame
+inlined into the SVG) shows a frame's details on hover (its count in the
+probe's own unit: samples, calls, hits, or time for time probes), zooms into a frame
 on click (click the root or "Reset zoom" to go back) and highlights the
 frames a regex matches ("Search"). Metadata is in the title line and in
 ``<desc>``. No I/O here.
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from xml.sax.saxutils import escape, quoteattr
 
+from bpftop.tui.formats.measures import Measure, measure_of
 from bpftop.tui.formats.saved import SavedFrame, SavedProfile
 
 WIDTH_PX = 1200
@@ -58,15 +60,15 @@ def frame_color(frame: SavedFrame) -> str:
     return f"rgb(235,{90 + shade},{40 + shade // 2})"
 
 
-def _details(frame: SavedFrame, total: int, all_total: int) -> str:
+def _details(frame: SavedFrame, total: int, all_total: int, measure: Measure) -> str:
     kind = "kernel" if frame.kernel else "inlined" if frame.inlined else "user"
     where = f" in {frame.module}" if frame.module else ""
     source = f" at {frame.source}" if frame.source else ""
     share = 100 * total / max(1, all_total)
-    return f"{frame.name}{where}{source} ({kind}): {total:,} samples, {share:.2f}%"
+    return f"{frame.name}{where}{source} ({kind}): {measure.words(total)}, {share:.2f}%"
 
 
-def _frames(root: _Node) -> list[str]:
+def _frames(root: _Node, measure: Measure) -> list[str]:
     """The ``<g>`` elements, depth-first, children hottest first."""
     out: list[str] = []
     px_per_sample = WIDTH_PX / max(1, root.total)
@@ -75,7 +77,7 @@ def _frames(root: _Node) -> list[str]:
         node, depth, x = todo.pop()
         width = node.total * px_per_sample
         frame = node.frame
-        text = _details(frame, node.total, root.total)
+        text = _details(frame, node.total, root.total, measure)
         out.append(
             f'<g class="f" data-x="{x}" data-w="{node.total}" data-d="{depth}" '
             f"data-n={quoteattr(frame.name)} data-t={quoteattr(text)}>"
@@ -108,6 +110,7 @@ def _facts(saved: SavedProfile) -> str:
     meta = saved.meta
     shown = {"start_ns", "end_ns", "version"}
     words = [f"{name}: {text}" for name, text in meta.items() if name not in shown]
+    words.append(f"one count: {measure_of(meta).words(1)}")
     if meta.start_ns:
         start = datetime.fromtimestamp(meta.start_ns / 1e9, UTC)
         words.append(f"recorded {start:%Y-%m-%d %H:%M:%S} UTC for {meta.duration_ns / 1e9:.1f} s")
@@ -117,7 +120,8 @@ def _facts(saved: SavedProfile) -> str:
 def to_svg(saved: SavedProfile, title: str = "bpftop flame graph") -> str:
     """The whole SVG document."""
     root = _trie(saved)
-    frames = _frames(root)
+    measure = measure_of(saved.meta)
+    frames = _frames(root, measure)
     height = TOP_PX + (_depth(root) + 1) * ROW_PX + 24
     meta = saved.meta
     facts = _facts(saved)

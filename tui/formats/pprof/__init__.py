@@ -4,8 +4,12 @@
 ``profile_pb2`` is generated from it (``scripts/gen_proto.sh``) and kept in
 the repository, so an installed bpftop needs the ``protobuf`` runtime only.
 
-What goes where: sample types ``samples/count`` and, with a known
-frequency, ``cpu/nanoseconds`` (period 1e9/Hz); one mapping per module with
+What goes where: the sample types of the probe (``measures``): CPU
+sampling ``samples/count`` + ``cpu/nanoseconds`` (period: the probe's own
+1e9/Hz); event probes their event (``calls/count``, ``hits/count``, a
+software event's name; with ``samples/count`` first when a sample stands for
+a period of events); time probes ``wall/nanoseconds`` (uretprobe) or
+``off-cpu/nanoseconds`` (offcpu), the events they saw in ``samples=``; one mapping per module with
 its build-id when the caller knows it; one function per named frame
 (``system_name`` empty for a frame that could not be named); one location
 per physical frame, whose lines hold the frames DWARF inlined into it
@@ -21,8 +25,9 @@ from collections.abc import Mapping
 
 from google.protobuf.message import DecodeError
 
+from bpftop.tui.formats.measures import Measure, measure_of
 from bpftop.tui.formats.pprof import profile_pb2 as pb
-from bpftop.tui.formats.saved import SavedFrame, SavedProfile
+from bpftop.tui.formats.saved import NANOSECONDS, SavedFrame, SavedProfile
 
 THREAD_LABEL = "thread"
 KERNEL_LABEL = "kernel_frames"
@@ -102,27 +107,36 @@ class _Writer:
         return found
 
 
+def _sample_types(out: pb.Profile, strings: _Strings, measure: Measure) -> list[int]:
+    """Declare the sample types and period of ``measure``; each value's factor per count."""
+    types: list[tuple[str, str, int]] = []
+    if measure.cpu_ns:
+        types = [("samples", "count", 1), (measure.time, NANOSECONDS, measure.cpu_ns)]
+    elif measure.timed:
+        types = [(measure.time, NANOSECONDS, 1)]
+    elif measure.period > 1:
+        types = [("samples", "count", 1), (measure.event, "count", measure.period)]
+    else:
+        types = [(measure.event, "count", 1)]
+    for kind, unit, _ in types:
+        out.sample_type.add(type=strings.of(kind), unit=strings.of(unit))
+    kind, unit, factor = types[-1]
+    out.period_type.type, out.period_type.unit = strings.of(kind), strings.of(unit)
+    out.period = factor
+    return [factor for _, _, factor in types]
+
+
 def to_pprof(saved: SavedProfile, build_ids: Mapping[str, str] | None = None) -> bytes:
     """The gzip-compressed profile (``.pb.gz``)."""
     writer = _Writer(build_ids or {})
     out, strings, meta = writer.out, writer.strings, saved.meta
-    period_ns = 1_000_000_000 // meta.frequency_hz if meta.frequency_hz > 0 else 0
-    out.sample_type.add(type=strings.of("samples"), unit=strings.of("count"))
-    if period_ns:
-        out.sample_type.add(type=strings.of("cpu"), unit=strings.of("nanoseconds"))
-        out.period_type.type, out.period_type.unit = strings.of("cpu"), strings.of("nanoseconds")
-        out.period = period_ns
-    else:
-        out.period_type.type, out.period_type.unit = strings.of("samples"), strings.of("count")
-        out.period = 1
+    factors = _sample_types(out, strings, measure_of(meta))
     out.time_nanos, out.duration_nanos = meta.start_ns, meta.duration_ns
     thread_key, kernel_key = strings.of(THREAD_LABEL), strings.of(KERNEL_LABEL)
     for stack in saved.stacks:
         runs = _runs(stack.frames)
         sample = out.sample.add(location_id=[writer.location(run) for run in reversed(runs)])
-        sample.value.append(stack.count)
-        if period_ns:
-            sample.value.append(stack.count * period_ns)
+        sample.value.extend(stack.count * factor for factor in factors)
         sample.label.add(key=thread_key, str=strings.of(stack.thread))
         kernel = sum(1 for run in runs if run[0].kernel)
         if kernel:

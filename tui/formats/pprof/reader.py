@@ -2,14 +2,30 @@
 
 Samples whose ids dangle (a location, function, mapping or string that does
 not exist) are skipped and counted, never raised. The count per sample is
-the ``samples`` value when the profile has one, else its first value.
+the first ``nanoseconds`` value of a profile bpftop wrote for a time probe,
+else the ``samples`` value when there is one, else the first value. A file
+another tool wrote (no ``version=`` comment) says what it is through its
+sample types, period, time and duration, which go into ``ProfileMeta``;
+stacks without a ``thread`` label are grouped under the main mapping's file
+name (as ``go tool pprof`` names a profile).
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 from bpftop.tui.formats.pprof import KERNEL_LABEL, THREAD_LABEL, PprofError
 from bpftop.tui.formats.pprof import profile_pb2 as pb
-from bpftop.tui.formats.saved import ProfileMeta, SavedFrame, SavedProfile, SavedStack
+from bpftop.tui.formats.saved import (
+    NANOSECONDS,
+    ProfileMeta,
+    SavedFrame,
+    SavedProfile,
+    SavedStack,
+)
+
+_NS = f"/{NANOSECONDS}"
 
 
 class _Dangling(Exception):
@@ -57,7 +73,7 @@ class _Reader:
         found = self.cache[key] = tuple(frames)
         return found
 
-    def stack(self, sample: pb.Sample, value_index: int) -> SavedStack:
+    def stack(self, sample: pb.Sample, value_index: int, group: str) -> SavedStack:
         thread, kernel = "", 0
         for label in sample.label:
             key = self.text(label.key)
@@ -71,27 +87,58 @@ class _Reader:
         ids = list(sample.location_id)
         for position, location_id in enumerate(reversed(ids)):
             frames.extend(self.location(location_id, position >= len(ids) - kernel))
-        return SavedStack(thread or "[unknown]", tuple(frames), sample.value[value_index])
+        return SavedStack(thread or group, tuple(frames), sample.value[value_index])
+
+
+def _own_meta(profile: pb.Profile, reader: _Reader, types: list[str]) -> ProfileMeta:
+    """What a pprof file another tool wrote says about itself."""
+    period = ""
+    if profile.period and profile.HasField("period_type"):
+        kind = profile.period_type
+        period = f"{profile.period:,} {reader.text(kind.type)}/{reader.text(kind.unit)}"
+    main = profile.mapping[0].filename if profile.mapping else 0
+    return ProfileMeta(
+        command=reader.text(main) if 0 <= main < len(reader.strings) else "",
+        start_ns=max(0, profile.time_nanos),
+        end_ns=max(0, profile.time_nanos) + max(0, profile.duration_nanos),
+        sample_type=", ".join(types),
+        period=period,
+        source="pprof",
+    )
+
+
+def _value_index(types: list[str], timed: bool) -> int:
+    if timed:
+        found = next((i for i, t in enumerate(types) if t.endswith(_NS)), None)
+        if found is not None:
+            return found
+    names = [t.partition("/")[0] for t in types]
+    return names.index("samples") if "samples" in names else 0
 
 
 def from_pprof(profile: pb.Profile) -> SavedProfile:
     """Every readable sample with a positive count; dangling ones counted in ``skipped``."""
     reader = _Reader(profile)
     try:
-        types = [reader.text(t.type) for t in profile.sample_type]
+        types = [f"{reader.text(t.type)}/{reader.text(t.unit)}" for t in profile.sample_type]
         comments = [reader.text(c) for c in profile.comment]
+        pairs = [tuple(c.split("=", 1)) for c in comments if "=" in c]
+        meta = ProfileMeta.from_items([(p[0], p[1]) for p in pairs])
+        if not meta.version:
+            meta = _own_meta(profile, reader, types)
     except _Dangling:
         raise PprofError("a sample type or comment names a string that does not exist") from None
-    value_index = types.index("samples") if "samples" in types else 0
+    value_index = _value_index(types, meta.timed)
+    if not meta.version and value_index < len(types) and types[value_index].endswith(_NS):
+        meta = replace(meta, unit=NANOSECONDS)
+    group = os.path.basename(meta.command) if not meta.version and meta.command else "[unknown]"
     stacks, skipped = [], 0
     for sample in profile.sample:
         try:
-            stack = reader.stack(sample, value_index)
+            stack = reader.stack(sample, value_index, group)
         except _Dangling:
             skipped += 1
             continue
         if stack.count > 0:
             stacks.append(stack)
-    pairs = [tuple(c.split("=", 1)) for c in comments if "=" in c]
-    meta = ProfileMeta.from_items([(p[0], p[1]) for p in pairs])
     return SavedProfile(meta, tuple(stacks), skipped)
