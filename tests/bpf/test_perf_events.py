@@ -12,6 +12,7 @@ import pytest
 
 from bpftop.bpf.perf_events import PerfSample, PerfSampler, split_callchain
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.early_stacks import EARLY_WALKED, EarlyStacks
 from tests.bpf.test_early import allowed
 
 
@@ -127,3 +128,31 @@ def test_split_callchain() -> None:
     assert split_callchain([kernel, 1, 2, user, 3, 4]) == ((1, 2), (3, 4))
     assert split_callchain([user, 5]) == ((), (5,))
     assert split_callchain([7]) == ((), ())
+
+
+def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Path) -> None:
+    # chain_nofp has no frame pointers: the kernel's chain stops after a frame
+    # or two, the user-space .eh_frame walk of the copied stack reaches main.
+    target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
+    try:
+        stacks = EarlyStacks([])
+        stacks.tables.build_missing(target.pid)  # as the builder thread would, but now
+        with PerfSampler(99, targets=[target.pid]) as perf:
+            perf.open()
+            perf.enable()
+            time.sleep(2.0)
+            samples = perf.drain().samples
+        symbolizer = Symbolizer()
+        made = [stacks.user_stack(s) for s in samples]
+        names = [{f.function for f in symbolizer.user_frames(target.pid, user)} for user, _ in made]
+        fp_names = [
+            {f.function for f in symbolizer.user_frames(target.pid, s.user_stack)} for s in samples
+        ]
+    finally:
+        target.kill()
+        target.wait()
+    assert len(samples) >= 100
+    walked = [q for _, q in made].count(EARLY_WALKED)
+    assert walked >= 0.95 * len(samples), [q for _, q in made][:5]
+    assert sum("main" in n for n in names) >= 0.95 * len(samples)
+    assert sum("main" in n for n in fp_names) < 0.5 * len(samples), "the chain alone would not"

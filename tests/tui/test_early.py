@@ -10,7 +10,8 @@ from bpftop.bpf.perf_events import PerfDrain, PerfSample, PerfSampler, UserRegs
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.tui.app.header import header_text
 from bpftop.tui.collect.counters import CollectionCounters
-from bpftop.tui.collect.early import BPF_FP, EARLY_FP, EarlyFeed, early_user_stack
+from bpftop.tui.collect.early import BPF_FP, EarlyFeed
+from bpftop.tui.collect.early_stacks import EARLY_FP, EarlyStacks
 from bpftop.tui.views.diagnostics import counters_table
 from tests.tui.demo_fixture import demo_snapshot
 
@@ -42,7 +43,7 @@ def sample(cpu: int, time_ns: int, user: tuple[int, ...] = (0x401000, 0x401100))
 
 
 def feed_of(fake: FakePerf) -> EarlyFeed:
-    return EarlyFeed(cast(PerfSampler, fake))
+    return EarlyFeed(cast(PerfSampler, fake), EarlyStacks(()))
 
 
 def test_equal_stacks_are_aggregated_with_their_quality() -> None:
@@ -58,7 +59,6 @@ def test_equal_stacks_are_aggregated_with_their_quality() -> None:
     counts = {s.user_stack: s.count for s in tick.samples}
     assert counts == {(0x401000, 0x401100): 2, (0x402000,): 1}
     assert tick.lost_events == 4 and dict(qualities) == {EARLY_FP: 3}
-    assert len(feed.copies) == 3, "regs + copied stacks are kept for a later walk"
     assert not fake.opened
 
 
@@ -72,9 +72,10 @@ def test_hand_over_keeps_each_cpu_samples_before_its_first_bpf_sample() -> None:
     assert not fake.enabled and not fake.opened
 
 
-def test_early_user_stack_is_the_frame_pointer_chain_today() -> None:
+def test_without_tables_the_user_stack_is_the_frame_pointer_chain() -> None:
+    stacks = EarlyStacks(())  # no targets: no tables are built
     s = sample(0, 1)
-    assert early_user_stack(s) == (s.user_stack, EARLY_FP)
+    assert stacks.user_stack(s) == (s.user_stack, EARLY_FP)
 
 
 def test_counters_count_samples_by_quality() -> None:
@@ -90,7 +91,7 @@ def test_header_and_diagnostics_name_the_qualities_only_when_early_samples_exist
     plain = demo_snapshot()
     assert "early" not in header_text(plain, False, 1.0).plain
     mixed = replace(plain, stats=replace(plain.stats, stack_quality=((BPF_FP, 9), (EARLY_FP, 4))))
-    assert "4 early (perf_event, frame-pointer stacks)" in header_text(mixed, False, 1.0).plain
+    assert "4 early (perf_event)" in header_text(mixed, False, 1.0).plain
     rows = counters_table(mixed).columns[0]._cells
     assert f"user stacks by {EARLY_FP}" in rows and f"user stacks by {BPF_FP}" in rows
     assert not any("user stacks by" in str(c) for c in counters_table(plain).columns[0]._cells)

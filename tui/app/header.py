@@ -85,7 +85,7 @@ def _append_counts(
     failed = stats.failed_stacks
     text.append(f"  failed {failed:,}", "bold red" if failed else "")
     if stats.early_samples and not saved:
-        text.append(f"  {stats.early_samples:,} early (perf_event, frame-pointer stacks)", "yellow")
+        text.append(f"  {stats.early_samples:,} early (perf_event)", "yellow")
     if status:
         text.append(f"  {status}", "bold cyan")
     if snapshot.message:

@@ -2,11 +2,11 @@
 
 Owns :class:`EarlyFeed` (the compile-free :class:`PerfSampler` while BCC
 compiles, or instead of BPF when it cannot load: drain, make stacks,
-aggregate into a :class:`RawTick`; keep each sample's copied user stack,
-bounded, for a later user-space .eh_frame walk; hand over to BPF per CPU at
+aggregate into a :class:`RawTick`, each sample's user stack walked from its
+copied stack where the tables allow; hand over to BPF per CPU at
 the first BPF sample's time, so nothing is lost or counted twice) and
-:func:`early_user_stack`, the one place an early sample's user stack and its
-quality are decided. Used only from the collector thread.
+:class:`~bpftop.tui.collect.early_stacks.EarlyStacks`, which decides each
+early sample's user stack and its quality. Used only from the collector thread.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
+from bpftop.tui.collect.early_stacks import EarlyStacks
 
-# Stack qualities, as CollectionStats counts them (samples by how their user stack was made).
-EARLY_FP = "perf_event, frame pointers"
+# Stack qualities, as CollectionStats counts them (samples by how their user stack was
+# made); the early samples' qualities are in early_stacks.
 BPF_WALKER = "BPF .eh_frame walker"
 BPF_FP = "BPF frame pointers"
 HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
@@ -31,29 +32,17 @@ FIRST_TICK_S = 0.25  # the first early snapshot goes out this soon
 Qualities = Mapping[str, int]
 
 
-def early_user_stack(sample: PerfSample) -> tuple[Addresses, str]:
-    """An early sample's user stack (leaf first) and how it was made.
-
-    Today the kernel's frame-pointer chain. This is where a user-space walk
-    of ``sample.regs`` + ``sample.stack_bytes`` with the process's .eh_frame
-    tables (``symbols.stack_walk.walk_copied_stack``) plugs in, falling back
-    to the chain when the walk is incomplete.
-    """
-    return sample.user_stack, EARLY_FP
-
-
 class EarlyFeed:
     """Owns a running :class:`PerfSampler` until BPF takes over (or for the whole run)."""
 
-    def __init__(self, perf: PerfSampler) -> None:
+    def __init__(self, perf: PerfSampler, stacks: EarlyStacks | None = None) -> None:
         self._perf = perf
+        self.stacks = stacks if stacks is not None else EarlyStacks(perf.targets)
         self._last = time.monotonic()
         self._lock = threading.Lock()  # guards the rings, _pending and _lost
         self._pending: list[PerfSample] = []
         self._lost = 0
-        # Samples with regs + copied stack, for a later walk (the sampler bounds the bytes).
-        self.copies: list[PerfSample] = []
-        self.copies_dropped = 0
+        self.copies_dropped = 0  # samples whose stack copy the sampler's budget left out
         self.total = 0
         # The rings are emptied on a thread of their own: a slow tick (the first
         # symbolization, a busy machine) must not make the kernel drop records.
@@ -123,11 +112,9 @@ class EarlyFeed:
         for sample in pending:
             if not keep(sample):
                 continue
-            user, quality = early_user_stack(sample)
+            user, quality = self.stacks.user_stack(sample)
             counts[sample.tgid, sample.tid, user, sample.kernel_stack] += 1
             qualities[quality] += 1
-            if sample.stack_bytes:
-                self.copies.append(sample)
         now = time.monotonic()
         tick = RawTick(
             samples=tuple(
@@ -142,8 +129,9 @@ class EarlyFeed:
         return tick, qualities
 
     def close(self) -> None:
-        """Stop the ring thread, close the perf events (the kept copies stay); safe twice."""
+        """Stop the ring thread and the table builder, close the perf events; safe twice."""
         self._stop.set()
+        self.stacks.close()
         if self._poller is not threading.current_thread():
             self._poller.join()
         with self._lock:
