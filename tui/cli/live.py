@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import argparse
 
-from bpftop.bpf.errors import UsageError
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
+from bpftop.tui.collect.targets import refuse_kernel_threads
 
 
 def run_live(args: argparse.Namespace) -> int:
     """The live view on the parsed arguments, until quit; the exit code."""
-    if args.interval <= 0:
-        raise UsageError(f"interval {args.interval} s must be positive", "for example -i 0.5")
     sampler = check(args)
     if sampler is None:
         return 0
+    refuse_kernel_threads(args.pids or ())
     from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.probe_complete import ProbeCompleter

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from bpftop.bpf.errors import BpftopError
-from bpftop.tui.cli.args import build_parsers
+from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.live import run_live
 from bpftop.tui.cli.record import run_record
 
@@ -25,12 +25,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["record"]:
-            return run_record(build_parsers()[1].parse_args(args[1:]))
+            return run_record(settle(build_parsers()[1].parse_args(args[1:])))
         if args[:1] in (["view"], ["diff"]):
             from bpftop.tui.cli.files import run_file_command
 
             return run_file_command(args[0], args[1:])
-        return run_live(build_parsers()[0].parse_args(args))
+        return run_live(settle(build_parsers()[0].parse_args(args)))
     except BpftopError as err:
         print(f"bpftop: {err}", file=sys.stderr)
         return err.exit_code
