@@ -10,14 +10,17 @@ here. Errors the user must act on end the app with their exit code.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from textual.app import App
+from textual.filter import LineFilter
 from textual.message import Message
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.tui.collect.snapshot_source import ControlledSource, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
+from bpftop.tui.widgets.visible import VisibleControls
 
 
 class SnapshotReady(Message):
@@ -47,6 +50,12 @@ class SourceApp(App[None]):
         self._source_stopped = False
         self.time_setting = TimeSetting()
         self.thread: int | None = None
+        self._visible_controls = VisibleControls()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then one that spells out control characters in every
+        line of every widget (names come from programs we do not trust)."""
+        return [*super().get_line_filters(), self._visible_controls]
 
     def start_source(self) -> None:
         try:
