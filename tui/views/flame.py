@@ -28,8 +28,8 @@ from bpftop.tui.model.tree_paths import node_at
 from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.views.calltree import module_name
 from bpftop.tui.widgets.line import Line
-from bpftop.tui.widgets.visible import visible
 from bpftop.tui.widgets.lines_view import CachedLinesView
+from bpftop.tui.widgets.visible import visible
 
 MAX_DEPTH = 256
 KEPT_LAYOUTS = 8
