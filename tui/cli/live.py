@@ -9,7 +9,9 @@ here, once the arguments are known to be good.
 from __future__ import annotations
 
 import argparse
+import sys
 
+from bpftop.bpf.crash_log import INTERNAL_ERROR
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
 from bpftop.tui.collect.targets import refuse_kernel_threads
@@ -39,4 +41,9 @@ def run_live(args: argparse.Namespace) -> int:
             end_launched(args)
     if app.error is not None:
         raise app.error
+    if app.crash is not None or app.return_code:
+        print(
+            f"bpftop: {app.crash or 'internal error: the app ended with an error'}", file=sys.stderr
+        )
+        return INTERNAL_ERROR
     return 0

@@ -5,7 +5,8 @@
 (:mod:`bpftop.tui.cli.record`); ``bpftop view FILE`` and ``bpftop diff BASE
 NEW`` open saved profiles (:mod:`bpftop.tui.cli.files`). Every error a user
 must fix is a :class:`BpftopError`, printed as one line on stderr with a
-non-zero exit code.
+non-zero exit code; a bug of ours is one line too, naming the log file with
+its traceback (:mod:`bpftop.bpf.crash_log`; BPFTOP_DEBUG=1 raises it here).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from bpftop.bpf.crash_log import INTERNAL_ERROR, log_exception
 from bpftop.bpf.errors import BpftopError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.live import run_live
@@ -36,11 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # a bug of ours: still one line (BPFTOP_DEBUG=1 shows the traceback)
+    except Exception as exc:  # a bug of ours: one line here, the traceback in the log
         if os.environ.get("BPFTOP_DEBUG"):
             raise
-        print(
-            f"bpftop: internal error: {exc!r} (please report it; BPFTOP_DEBUG=1 shows where)",
-            file=sys.stderr,
-        )
-        return 70
+        where = log_exception("internal error", exc)
+        print(f"bpftop: internal error: {exc!r} ({where}; please report it)", file=sys.stderr)
+        return INTERNAL_ERROR

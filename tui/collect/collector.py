@@ -23,6 +23,7 @@ from typing import Protocol
 
 import psutil
 
+from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeSpec, parse_spec
 from bpftop.bpf.raw import MapUsage, RawTick
@@ -189,8 +190,11 @@ class Collector:
         except BpftopError as err:
             self._on_error(err)
         except Exception as exc:  # a bug of ours: still one line, and the data stays
+            where = log_exception("internal error in the collector", exc)
             self._on_error(
-                BpftopError(f"internal error in the collector: {exc!r}", "please report it")
+                BpftopError(
+                    f"internal error in the collector: {exc!r}", f"{where}; please report it"
+                )
             )
         finally:
             if self._unwind_feed is not None:
