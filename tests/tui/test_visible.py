@@ -75,3 +75,10 @@ async def test_no_view_writes_a_control_character() -> None:
     assert "^[[41mEVIL^[[0m" in screen
     for spelled in ("del^?name", "tab^Ihere", "c1\\x85x", "ev^[il", "t^[[2Jx"):
         assert spelled in screen, spelled
+
+
+def test_one_line_errors_spell_names_too() -> None:
+    from bpftop.bpf.errors import UsageError
+
+    err = UsageError(f"no function '{EVIL}' in /bin/x", "near: a\nb")
+    assert str(err) == "no function '^[[41mEVIL^[[0m' in /bin/x (near: a^Jb)"

@@ -8,7 +8,8 @@ DEL, ``\\x85`` for C1); the data keeps the bytes, only the screen shows the
 spelling. Row views spell names where they are laid out (:mod:`line
 <bpftop.tui.widgets.line>`), so widths stay right; :class:`VisibleControls`
 is the app-wide line filter behind them, so no widget (header, dialog,
-notification) can forget.
+notification) can forget. The spelling itself is :func:`bpftop.bpf.errors.spell_controls`,
+which the one-line errors on stderr use too.
 """
 
 from __future__ import annotations
@@ -18,18 +19,10 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-_SPELLING: dict[int, str] = {
-    **{code: f"^{chr(code + 0x40)}" for code in range(0x20)},
-    0x7F: "^?",
-    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
-}
+from bpftop.bpf.errors import spell_controls
 
-
-def visible(text: str) -> str:
-    """``text`` with each control character spelled out (unchanged when it has none)."""
-    if text.isprintable():
-        return text
-    return text.translate(_SPELLING)
+visible = spell_controls
+"""``text`` with each control character spelled out (unchanged when it has none)."""
 
 
 class VisibleControls(LineFilter):
