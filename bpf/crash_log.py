@@ -19,8 +19,6 @@ import traceback
 from pathlib import Path
 
 LOG_NAME = "bpftop.log"
-INTERNAL_ERROR = 70
-"""The exit code of a bug of ours (EX_SOFTWARE)."""
 _lock = threading.Lock()
 _written: list[str] = []  # one line per logged error, this run
 

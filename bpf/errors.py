@@ -41,6 +41,12 @@ class BpftopError(Exception):
         return spell_controls(line)
 
 
+class InternalError(BpftopError):
+    """A bug of ours, still one line (the traceback is in the log: crash_log)."""
+
+    exit_code = 70  # EX_SOFTWARE
+
+
 class UsageError(BpftopError):
     """Bad command-line input."""
 

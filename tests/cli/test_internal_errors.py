@@ -105,6 +105,7 @@ def test_a_collector_bug_keeps_its_traceback(log_home: Path) -> None:
     collector.stop()
     (error,) = errors
     assert "internal error in the collector: KeyError('injected in load')" in str(error)
+    assert error.exit_code == 70
     assert f"traceback in {log_home}" in str(error)
     assert "in load" in log_home.read_text()
 

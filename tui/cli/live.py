@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bpftop.bpf.crash_log import INTERNAL_ERROR
+from bpftop.bpf.errors import InternalError
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import check, end_launched, make_collector, on_signals
 from bpftop.tui.collect.targets import refuse_kernel_threads
@@ -45,5 +45,5 @@ def run_live(args: argparse.Namespace) -> int:
         print(
             f"bpftop: {app.crash or 'internal error: the app ended with an error'}", file=sys.stderr
         )
-        return INTERNAL_ERROR
+        return InternalError.exit_code
     return 0

@@ -15,8 +15,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bpftop.bpf.crash_log import INTERNAL_ERROR, log_exception
-from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.crash_log import log_exception
+from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.live import run_live
 from bpftop.tui.cli.record import run_record
@@ -43,4 +43,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         where = log_exception("internal error", exc)
         print(f"bpftop: internal error: {exc!r} ({where}; please report it)", file=sys.stderr)
-        return INTERNAL_ERROR
+        return InternalError.exit_code

@@ -24,7 +24,7 @@ from typing import Protocol
 import psutil
 
 from bpftop.bpf.crash_log import log_exception
-from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.probes import ProbeSpec, parse_spec
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.stats import ProgStats
@@ -192,7 +192,7 @@ class Collector:
         except Exception as exc:  # a bug of ours: still one line, and the data stays
             where = log_exception("internal error in the collector", exc)
             self._on_error(
-                BpftopError(
+                InternalError(
                     f"internal error in the collector: {exc!r}", f"{where}; please report it"
                 )
             )
