@@ -13,6 +13,7 @@ may call :func:`log_exception`; it lives at the bottom layer for that.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import traceback
@@ -49,6 +50,23 @@ def log_exception(where: str, exc: BaseException) -> str:
         except OSError as err:
             return f"no traceback log: {path}: {err.strerror or err!r}"
     return f"traceback in {path}"
+
+
+def install_thread_hook() -> None:
+    """A thread that dies of an exception (the unwind-table builder, a hint
+    lookup) logs its traceback and says so in one line, as the main thread does."""
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None or isinstance(args.exc_value, SystemExit):
+            return
+        name = args.thread.name if args.thread is not None else "a thread"
+        where = log_exception(f"internal error in thread {name}", args.exc_value)
+        print(
+            f"bpftop: internal error in thread {name}: {args.exc_value!r} ({where})",
+            file=sys.stderr,
+        )
+
+    threading.excepthook = hook
 
 
 def _append(path: Path, text: str) -> None:

@@ -163,3 +163,23 @@ def test_probe_completion_survives_an_unreadable_file() -> None:
 
     completer = ProbeCompleter(pids=[1], files=lambda pid: ["/x/lib"], symbols=unreadable)
     assert completer.complete("uprobe:lib:ma") == ()
+
+
+def test_a_thread_that_dies_leaves_its_traceback(
+    log_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    crash_log.install_thread_hook()
+
+    def die() -> None:
+        raise OSError("thread bug")
+
+    worker = threading.Thread(target=die, name="bpftop-unwind")
+    worker.start()
+    worker.join()
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("bpftop: internal error in thread bpftop-unwind: OSError('thread bug')")
+    assert f"traceback in {log_home}" in line and "\n" not in line
+    assert "in die" in log_home.read_text()

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bpftop.bpf.crash_log import log_exception
+from bpftop.bpf.crash_log import install_thread_hook, log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.live import run_live
@@ -25,6 +25,7 @@ from bpftop.tui.cli.record import run_record
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bpftop on ``argv`` (default: the process's arguments); the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    install_thread_hook()
     try:
         if args[:1] == ["record"]:
             return run_record(settle(build_parsers()[1].parse_args(args[1:])))
