@@ -60,7 +60,7 @@ async def test_no_view_writes_a_control_character() -> None:
     )
     app = BpftopApp(FakeSource([snap]), 1.0)
     seen: list[str] = []
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         app.notify(f"probe {EVIL}", title="t\x1b")
         await pilot.pause()
@@ -73,7 +73,7 @@ async def test_no_view_writes_a_control_character() -> None:
             seen.extend(lines)
     screen = "\n".join(seen)
     assert "^[[41mEVIL^[[0m" in screen
-    for spelled in ("del^?name", "tab^Ihere", "c1\\x85x", "ev^[il", "t^[[2Jx"):
+    for spelled in ("del^?name", "tab^Ihere", "c1\\x85x", "ev^[il", "t^[[2Jx", "probe ^[[41mEVIL"):
         assert spelled in screen, spelled
 
 
@@ -82,3 +82,18 @@ def test_one_line_errors_spell_names_too() -> None:
 
     err = UsageError(f"no function '{EVIL}' in /bin/x", "near: a\nb")
     assert str(err) == "no function '^[[41mEVIL^[[0m' in /bin/x (near: a^Jb)"
+
+
+async def test_notifications_are_text_not_markup() -> None:
+    """A search pattern or a path with ``[/x]`` in a notification ended the app."""
+    app = BpftopApp(FakeSource([snapshot_of([(["main"], 1)])]), 1.0)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        app.notify("no match for /[/x]/ here", title="[b]search")
+        for _ in range(20):
+            await pilot.pause(0.05)
+            screen = "\n".join(screen_lines(app))
+            if "no match" in screen:
+                break
+        assert "no match for /[/x]/ here" in screen and "[b]search" in screen
+    assert app.return_code in (None, 0)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from textual.app import App
 from textual.filter import LineFilter
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError
@@ -55,6 +56,19 @@ class SourceApp(App[None]):
         self._visible_controls = VisibleControls()
         self.crash: str | None = None
         """Set when the app crashed (Textual ends it): the one line to print."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's, but plain text unless asked: messages quote symbol names,
+        paths and search patterns, where a ``[/x]`` is text, not a closing tag."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then one that spells out control characters in every
