@@ -72,6 +72,10 @@ def test_intervals_are_finite_positive_and_bounded(
     one_line(capsys, 2, ["-p", str(gone_pid), "-i", value], "-i/--interval")
 
 
+def test_a_long_interval_says_the_most(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:
+    one_line(capsys, 2, ["-p", str(gone_pid), "-i", "1e308"], "1e308 s is too long (at most 60 s)")
+
+
 def test_an_interval_of_a_minute_is_fine() -> None:
     live, _ = cli_args.build_parsers()
     assert live.parse_args(["-p", "1", "-i", "60"]).interval == 60.0

@@ -65,7 +65,7 @@ def seconds_arg(most_s: float | None) -> Callable[[str], float]:
         if not math.isfinite(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"{text} s: give a finite number of seconds > 0")
         if most_s is not None and value > most_s:
-            raise argparse.ArgumentTypeError(f"{text} s is more than the most, {most_s:g} s")
+            raise argparse.ArgumentTypeError(f"{text} s is too long (at most {most_s:g} s)")
         return value
 
     return seconds
