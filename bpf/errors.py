@@ -2,11 +2,28 @@
 
 Every error carries a one-line message, a one-line hint and the process exit
 code; the CLI prints ``bpftop: <message> (<hint>)`` and exits with the code,
-never a traceback. Expected misses (an address without a symbol, a stack the
-kernel could not read) are values, not exceptions.
+never a traceback. Messages name things bpftop does not control (symbols,
+paths, process names): :func:`spell_controls` shows their control characters
+as ``^[`` and ``\\x85`` instead of writing them to the terminal (and a
+newline cannot split the line). Expected misses (an address without a
+symbol, a stack the kernel could not read) are values, not exceptions.
 """
 
 from __future__ import annotations
+
+_SPELLING: dict[int, str] = {
+    **{code: f"^{chr(code + 0x40)}" for code in range(0x20)},
+    0x7F: "^?",
+    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+}
+
+
+def spell_controls(text: str) -> str:
+    """``text`` with each C0 control, DEL and C1 control spelled out as ``less``
+    and ``perf`` do (``^[`` for ESC, ``^?``, ``\\x85``); unchanged without them."""
+    if text.isprintable():
+        return text
+    return text.translate(_SPELLING)
 
 
 class BpftopError(Exception):
@@ -20,7 +37,14 @@ class BpftopError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        line = f"{self.message} ({self.hint})" if self.hint else self.message
+        return spell_controls(line)
+
+
+class InternalError(BpftopError):
+    """A bug of ours, still one line (the traceback is in the log: crash_log)."""
+
+    exit_code = 70  # EX_SOFTWARE
 
 
 class UsageError(BpftopError):

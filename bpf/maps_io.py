@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import os
 from typing import Any
 
 from bpftop.bpf.raw import Addresses, RawSample
@@ -59,10 +60,26 @@ def clear_stacks(table: Any) -> None:
             del table[key]
 
 
+ENOTSUPP = 524
+"""The kernel's own "operation not supported" (not in userspace errno)."""
+BATCH_UNSUPPORTED = tuple(
+    os.strerror(code) for code in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, ENOTSUPP)
+)
+"""How BCC words a batch operation this kernel or map does not have."""
+
+
 def drain_hash(table: Any) -> list[tuple[Any, Any]]:
-    try:
-        return list(table.items_lookup_and_delete_batch())
-    except Exception:  # kernels without batch ops: inactive map, so no race
-        items = [(k, getattr(v, "value", v)) for k, v in table.items()]
-        table.clear()
-        return items
+    """Every entry of ``table``, emptied: atomically per entry with the batch
+    operation; where the kernel has none, read then clear (the map drained is
+    the inactive generation, so nothing is counted into it meanwhile). Other
+    failures are raised, not hidden behind the fallback."""
+    batch = getattr(table, "items_lookup_and_delete_batch", None)
+    if batch is not None:
+        try:
+            return list(batch())
+        except Exception as err:  # BCC raises a plain Exception naming the errno
+            if type(err) is not Exception or not str(err).endswith(BATCH_UNSUPPORTED):
+                raise
+    items = [(k, getattr(v, "value", v)) for k, v in table.items()]
+    table.clear()
+    return items

@@ -222,9 +222,24 @@ def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
     bcc = import_bcc()
     try:
         found = bcc.BPF.get_user_functions_and_addresses(path.encode(), b".*")  # type: ignore[attr-defined]
-    except Exception:
-        return ()
+    except Exception as err:  # BCC says it cannot read the file with a plain Exception
+        if type(err) is not Exception:
+            raise
+        raise ProbeSpecError(f"cannot read the symbols of {path}", _unreadable(path)) from None
     return tuple((name.decode(errors="replace"), int(addr)) for name, addr in found)
+
+
+ELF_PARSED = "an ELF file BCC could not parse"
+
+
+def _unreadable(path: str) -> str:
+    """Why BCC could not read ``path``'s symbols, as far as we can tell."""
+    try:
+        with open(path, "rb") as elf:
+            magic = elf.read(4)
+    except OSError as err:
+        return err.strerror or repr(err)
+    return ELF_PARSED if magic == b"\x7fELF" else "not an ELF file"
 
 
 def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
@@ -247,9 +262,9 @@ def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[
 
 def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecError:
     if not names:
-        return ProbeSpecError(
-            f"{path} has no function symbols", "is it stripped? give another binary"
-        )
+        why = _unreadable(path)
+        hint = "is it stripped? give another binary" if why == ELF_PARSED else why
+        return ProbeSpecError(f"{path} has no function symbols", hint)
     pattern = spec.name.strip("*?[]")
     near = difflib.get_close_matches(spec.name, names, n=5, cutoff=0.7)
     near += sorted(n for n in set(names) if pattern and pattern in n and n not in near)[
@@ -261,13 +276,15 @@ def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecErr
 
 
 def _usdt_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
-    from bcc.usdt import USDT
+    from bcc.usdt import USDT, USDTException
 
     sites = []
+    unreadable: list[str] = []
     for path, pid in targets:
         try:
             probes = USDT(path=path).enumerate_probes()
-        except Exception:
+        except USDTException as err:
+            unreadable.append(f"{path}: {err}")
             probes = []
         for probe in probes:
             if probe.provider.decode() == spec.provider and probe.name.decode() == spec.name:
@@ -277,8 +294,11 @@ def _usdt_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[Us
                         UserSite(location.bin_path.decode(), location.address, spec.name, pid)
                     )
     if not sites:
+        searched = ", ".join(p for p, _ in targets)
+        if unreadable:  # not the same as a file without the probe
+            searched += f" (BCC could not read {'; '.join(unreadable)})"
         raise ProbeSpecError(
-            f"no USDT probe {spec.provider}:{spec.name} in {', '.join(p for p, _ in targets)}",
+            f"no USDT probe {spec.provider}:{spec.name} in {searched}",
             "list them with tplist-bpfcc -l BINARY",
         )
     return tuple(sites)

@@ -158,12 +158,9 @@ class Unwinder:
 
     def take_stacks(self, generation: int) -> dict[int, Addresses]:
         """Every walked stack of an inactive generation, removed from the store."""
-        store = self._stores[generation]
-        try:
-            items = list(store.items_lookup_and_delete_batch())
-        except Exception:  # kernels without batch ops: inactive map, so no race
-            items = list(store.items())
-            store.clear()
+        from bpftop.bpf.maps_io import drain_hash  # maps_io imports this module
+
+        items = drain_hash(self._stores[generation])
         return {_int(k): tuple(v.addrs[: min(int(v.len), len(v.addrs))]) for k, v in items}
 
     def preallocated_bytes(self) -> int:

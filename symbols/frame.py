@@ -12,11 +12,13 @@ class Unresolved(StrEnum):
 
     UNMAPPED = "unmapped address"
     NO_SYMBOLS = "no symbols in file"
+    NOT_COVERED = "address not covered by any symbol"  # the file has a full .symtab
     FILE_UNREADABLE = "file unreadable"
     PROCESS_GONE = "process gone"
     ANONYMOUS = "anonymous memory (JIT?)"
     JIT_NO_PERF_MAP = "JIT region without perf map"
-    STACK_TRUNCATED = "stack truncated"
+    STACK_TRUNCATED = "stack truncated"  # the walk stopped before an entry point
+    STACK_TOO_DEEP = "stack deeper than the walk limit"
     KERNEL_HIDDEN = "kernel symbols hidden"
     STACK_UNREADABLE = "stack could not be read"
 
@@ -104,3 +106,14 @@ def looks_truncated(outermost: Frame, depth: int, max_depth: int) -> bool:
     if depth >= max_depth:
         return True
     return outermost.function is not None and outermost.function not in THREAD_ENTRY_FUNCTIONS
+
+
+def truncation(outermost: Frame, depth: int, max_depth: int) -> Unresolved | None:
+    """Why a user stack (``depth`` addresses, ``outermost`` its last frame) is
+    incomplete: as deep as the walk goes (STACK_TOO_DEEP), or the walk stopped
+    at a named frame that is no entry point (STACK_TRUNCATED); None if whole."""
+    if depth >= max_depth:
+        return Unresolved.STACK_TOO_DEEP
+    if looks_truncated(outermost, depth, max_depth):
+        return Unresolved.STACK_TRUNCATED
+    return None

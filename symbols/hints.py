@@ -35,8 +35,14 @@ _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.KERNEL_HIDDEN: "kernel symbols are hidden: run as root, or set "
     "sysctl kernel.kptr_restrict=0",
     Unresolved.STACK_UNREADABLE: "the stack could not be read for this sample",
-    Unresolved.STACK_TRUNCATED: "the stack walk stopped early (code built without frame "
-    "pointers, or deeper than the walk limit)",
+    Unresolved.NOT_COVERED: "the file's full symbol table has no function at this address "
+    "(a PLT stub, padding, hand-written code, or a wrong return address); "
+    "a debug package would not help",
+    Unresolved.STACK_TRUNCATED: "the walk stopped before main or a thread start: a file "
+    "without an unwind table (yet) and without frame pointers, or a rule the walker "
+    "cannot follow",
+    Unresolved.STACK_TOO_DEEP: "deeper than the walk limit (kernel.perf_event_max_stack): "
+    "the outermost frames are cut",
 }
 
 

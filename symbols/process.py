@@ -44,6 +44,12 @@ def named_frame(symbol: str, module: str, offset: int) -> Frame:
     return Frame(shown, module, offset, mangled=mangled)
 
 
+def _miss(index: ElfIndex) -> Unresolved:
+    """Why a lookup in ``index`` found nothing: a file whose full symbol table
+    does not cover the address is not a file without symbols."""
+    return Unresolved.NOT_COVERED if index.has_full_symtab else Unresolved.NO_SYMBOLS
+
+
 def read_start_time(pid: int, proc_root: str = PROC_ROOT) -> int | None:
     """The start time (clock ticks after boot) of ``pid``, or None if it is gone."""
     try:
@@ -234,7 +240,7 @@ class ProcessSymbolizer:
             return Frame(None, entry.path, file_offset, reason=index.reason)
         hit = index.lookup_offset(file_offset)
         if hit is None:
-            return Frame(None, entry.path, file_offset, reason=Unresolved.NO_SYMBOLS)
+            return Frame(None, entry.path, file_offset, reason=_miss(index))
         return named_frame(hit[0], entry.path, hit[1])
 
     def _vdso_frame(self, entry: MapEntry, addr: Address) -> Frame:
@@ -247,7 +253,7 @@ class ProcessSymbolizer:
             return Frame(None, VDSO, offset, reason=index.reason)
         hit = index.lookup_offset(offset)
         if hit is None:
-            return Frame(None, VDSO, offset, reason=Unresolved.NO_SYMBOLS)
+            return Frame(None, VDSO, offset, reason=_miss(index))
         return named_frame(hit[0], VDSO, hit[1])
 
     def _read_vdso(self, entry: MapEntry) -> IndexResult:

@@ -142,3 +142,19 @@ def test_completer_offers_kinds_events_and_libraries() -> None:
     )
     assert completer.check("offcpu") == ""
     assert completer.check("uprobe:small:nope").startswith("no such probe")
+
+
+async def test_brackets_in_a_spec_or_a_verdict_are_text_not_markup() -> None:
+    """Symbol names hold brackets (``operator[]``, ``<[T]>``): shown as typed,
+    and a stray closing tag does not end the app."""
+    app, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press(*"uprobe:c:[/x]")
+        await pilot.pause()
+        assert "✗ no such probe here: uprobe:c:[/x]" in verdict(app)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_code in (None, 0)

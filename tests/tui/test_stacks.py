@@ -93,7 +93,7 @@ def test_unknown_keys_name_the_file_only_where_the_hint_depends_on_it() -> None:
         Frame(None, "/bin/app", 0x30, reason=Unresolved.UNMAPPED),
         Frame("main", "/bin/app", 0),
     ]
-    assert unknown_keys(frames, truncated=True) == (
+    assert unknown_keys(frames, truncated=Unresolved.STACK_TRUNCATED) == (
         (Unresolved.NO_SYMBOLS, "/lib/libz.so.1"),
         (Unresolved.UNMAPPED, ""),
         (Unresolved.STACK_TRUNCATED, ""),
@@ -112,3 +112,12 @@ def test_unknown_shares_most_samples_first_with_hints() -> None:
 
 def test_max_stack_depth_is_the_kernels_limit() -> None:
     assert max_stack_depth() > 0
+
+
+def test_a_stack_as_deep_as_the_walk_is_too_deep_not_truncated() -> None:
+    cache = StackCache(CountingSymbolizer(), offsets=False, mangled=False)
+    cache._max_depth = 2
+    deep = cache.lookup(sample((2, 1)))
+    assert deep.unknown == ((Unresolved.STACK_TOO_DEEP, ""),)
+    cache._max_depth = 3
+    assert cache.lookup(sample((3, 1))).unknown == ((Unresolved.STACK_TRUNCATED, ""),)

@@ -16,6 +16,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 
@@ -61,7 +62,9 @@ class ProbeDialog(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self._show_choices(self.used)
         self.query_one("#verdict", Static).update(
-            f"now: [b]{self.active}[/b]  (Enter switches, Tab completes, Esc cancels)"
+            Content.assemble(
+                "now: ", (self.active, "bold"), "  (Enter switches, Tab completes, Esc cancels)"
+            )
         )
         self.query_one("#spec", Input).focus()
 
@@ -78,9 +81,9 @@ class ProbeDialog(ModalScreen[str | None]):
             return
         self.verdict = self.completer.check(text)
         if self.verdict:
-            verdict.update(f"[red]✗ {self.verdict}[/red]")
+            verdict.update(Content.styled(f"✗ {self.verdict}", "red"))  # not markup: names
         else:
-            verdict.update(f"[green]✓ {text}[/green] — Enter switches to it")
+            verdict.update(Content.assemble((f"✓ {text}", "green"), " — Enter switches to it"))
 
     def _show_choices(self, choices: Sequence[str]) -> None:
         options = self.query_one("#choices", OptionList)

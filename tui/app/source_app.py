@@ -4,20 +4,26 @@ Snapshots arrive on the source's thread; they are parked in one slot and a
 message wakes the app thread, so a slow redraw coalesces ticks instead of
 queueing them. Subclasses get each snapshot in ``on_new_snapshot`` on the
 app thread. Commands for a ``ControlledSource`` (reset, time mode) go out
-here. Errors the user must act on end the app with their exit code.
+here. Errors the user must act on end the app with their exit code; a
+crash is logged (:mod:`bpftop.bpf.crash_log`) and kept in ``crash``.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from textual.app import App
+from textual.filter import LineFilter
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
+from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError
 from bpftop.tui.collect.snapshot_source import ControlledSource, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
+from bpftop.tui.widgets.visible import VisibleControls
 
 
 class SnapshotReady(Message):
@@ -47,6 +53,27 @@ class SourceApp(App[None]):
         self._source_stopped = False
         self.time_setting = TimeSetting()
         self.thread: int | None = None
+        self._visible_controls = VisibleControls()
+        self.crash: str | None = None
+        """Set when the app crashed (Textual ends it): the one line to print."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's, but plain text unless asked: messages quote symbol names,
+        paths and search patterns, where a ``[/x]`` is text, not a closing tag."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then one that spells out control characters in every
+        line of every widget (names come from programs we do not trust)."""
+        return [*super().get_line_filters(), self._visible_controls]
 
     def start_source(self) -> None:
         try:
@@ -129,6 +156,14 @@ class SourceApp(App[None]):
 
     def on_source_failed(self, message: SourceFailed) -> None:
         self._fail(message.error)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's hook for an exception nothing handled: the app ends (Textual
+        prints the traceback); log it too, and remember it for a non-zero exit."""
+        if self.crash is None:
+            where = log_exception("the app crashed", error)
+            self.crash = f"internal error: the app crashed: {error!r} ({where}; please report it)"
+        super()._handle_exception(error)
 
     def _fail(self, error: BpftopError) -> None:
         self.error = error

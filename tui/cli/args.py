@@ -2,19 +2,30 @@
 
 Owns the parsers (:func:`build_parsers`, :func:`file_parsers`), the options
 live and ``record`` share, :class:`Parser` (argparse that raises
-:class:`UsageError` instead of exiting) and the version. Parsing only: what
-the options mean is checked in :mod:`bpftop.tui.cli.session`.
+:class:`UsageError` instead of exiting) and the version. The argument types
+refuse what can never be right (a pid past ``pid_max``, a NaN or endless
+interval, an empty probe spec) and :func:`settle` the options that conflict
+(``-F`` against ``--probe profile:hz:N``); what needs the system (does the
+process exist, are we root) is checked in :mod:`bpftop.tui.cli.session`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 from bpftop.bpf.errors import UsageError
+from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.tui.formats.kinds import FORMATS
 
 VERSION = "0.1.0"
+DEFAULT_HZ = 99
+MAX_INTERVAL_S = 60.0
+PID_MAX_FILE = Path("/proc/sys/kernel/pid_max")
+PID_MAX_LIMIT = 4_194_304
+"""The kernel's own ceiling for pid_max (when the file cannot be read)."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,11 +35,69 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message, f"see '{self.prog} --help'")
 
 
+def pid_max() -> int:
+    """The largest pid this kernel hands out (/proc/sys/kernel/pid_max)."""
+    try:
+        return int(PID_MAX_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return PID_MAX_LIMIT
+
+
+def pid_arg(text: str) -> int:
+    """A ``-p`` value: an integer in 1..pid_max."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 1 <= value <= pid_max():
+        raise argparse.ArgumentTypeError(f"pid {text} is out of range (1..{pid_max()})")
+    return value
+
+
+def seconds_arg(most_s: float | None) -> Callable[[str], float]:
+    """A type for a duration: a finite number of seconds > 0 (and <= ``most_s``)."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} s: give a finite number of seconds > 0")
+        if most_s is not None and value > most_s:
+            raise argparse.ArgumentTypeError(f"{text} s is too long (at most {most_s:g} s)")
+        return value
+
+    return seconds
+
+
+def probe_arg(text: str) -> str:
+    """A ``--probe`` value: not empty (an empty spec is not the default probe)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty probe spec (leave --probe out for CPU sampling)")
+    return text
+
+
+def settle(args: argparse.Namespace) -> argparse.Namespace:
+    """Options that depend on each other: ``-F`` (None when not given) against
+    ``--probe profile:hz:N``. A profile probe's rate becomes the frequency."""
+    spec = parse_spec(args.probe) if args.probe else None
+    rate = spec.number if spec is not None and spec.kind is ProbeKind.PROFILE else None
+    if args.frequency is not None and rate is not None and rate != args.frequency:
+        raise UsageError(
+            f"-F {args.frequency} and --probe {args.probe} ask for two sampling rates",
+            "give one of them",
+        )
+    if args.frequency is None:
+        args.frequency = DEFAULT_HZ if rate is None else rate
+    return args
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-p",
         "--pid",
-        type=int,
+        type=pid_arg,
         action="append",
         dest="pids",
         help="process to profile (repeatable)",
@@ -39,12 +108,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         "-F",
         "--frequency",
         type=int,
-        default=99,
+        default=None,
         metavar="HZ",
         help="samples per second per CPU (default 99)",
     )
     p.add_argument(
         "--probe",
+        type=probe_arg,
         metavar="SPEC",
         help="what to count (default profile:hz:HZ): software:page-faults, uprobe:c:malloc, "
         "uretprobe:BIN:FUNC (latency), tracepoint:CAT:NAME, offcpu[:MIN_US], kprobe:FUNC, "
@@ -92,10 +162,10 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     live.add_argument(
         "-i",
         "--interval",
-        type=float,
+        type=seconds_arg(MAX_INTERVAL_S),
         default=1.0,
         metavar="SECONDS",
-        help="refresh interval (default 1)",
+        help=f"refresh interval (default 1, at most {MAX_INTERVAL_S:g})",
     )
     live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
     record = Parser(
@@ -107,7 +177,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     record.add_argument(
         "-d",
         "--duration",
-        type=float,
+        type=seconds_arg(None),
         metavar="SECONDS",
         help="how long to record (default: until Ctrl-C or the process exits)",
     )

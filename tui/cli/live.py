@@ -9,8 +9,9 @@ here, once the arguments are known to be good.
 from __future__ import annotations
 
 import argparse
+import sys
 
-from bpftop.bpf.errors import UsageError
+from bpftop.bpf.errors import InternalError
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import (
     check,
@@ -19,16 +20,16 @@ from bpftop.tui.cli.session import (
     make_collector,
     on_signals,
 )
+from bpftop.tui.collect.targets import refuse_kernel_threads
 
 
 def run_live(args: argparse.Namespace) -> int:
     """The live view on the parsed arguments, until quit; the exit code."""
-    if args.interval <= 0:
-        raise UsageError(f"interval {args.interval} s must be positive", "for example -i 0.5")
     sampler = check(args)
     if sampler is None:
         return 0
     keep_stderr()
+    refuse_kernel_threads(args.pids or ())
     from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.probe_complete import ProbeCompleter
@@ -47,4 +48,9 @@ def run_live(args: argparse.Namespace) -> int:
             end_launched(args)
     if app.error is not None:
         raise app.error
+    if app.crash is not None or app.return_code:
+        print(
+            f"bpftop: {app.crash or 'internal error: the app ended with an error'}", file=sys.stderr
+        )
+        return InternalError.exit_code
     return 0

@@ -5,7 +5,8 @@
 (:mod:`bpftop.tui.cli.record`); ``bpftop view FILE`` and ``bpftop diff BASE
 NEW`` open saved profiles (:mod:`bpftop.tui.cli.files`). Every error a user
 must fix is a :class:`BpftopError`, printed as one line on stderr with a
-non-zero exit code.
+non-zero exit code; a bug of ours is one line too, naming the log file with
+its traceback (:mod:`bpftop.bpf.crash_log`; BPFTOP_DEBUG=1 raises it here).
 """
 
 from __future__ import annotations
@@ -14,22 +15,25 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bpftop.bpf.errors import BpftopError
-from bpftop.tui.cli.args import build_parsers
+from bpftop.bpf.crash_log import install_thread_hook, log_exception
+from bpftop.bpf.errors import BpftopError, InternalError
+from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.early_start import open_early
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bpftop on ``argv`` (default: the process's arguments); the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    install_thread_hook()
     try:
         if args[:1] in (["view"], ["diff"]):
             from bpftop.tui.cli.files import run_file_command
 
             return run_file_command(args[0], args[1:])
         recording = args[:1] == ["record"]
-        parsed = build_parsers()[1].parse_args(args[1:]) if recording else None
-        parsed = parsed or build_parsers()[0].parse_args(args)
+        live_parser, record_parser = build_parsers()
+        parser, argv_rest = (record_parser, args[1:]) if recording else (live_parser, args)
+        parsed = settle(parser.parse_args(argv_rest))
         # Samples start now; the collector and its imports (numpy, ...) come after.
         parsed.early_perf = open_early(parsed)
         try:
@@ -48,11 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # a bug of ours: still one line (BPFTOP_DEBUG=1 shows the traceback)
+    except Exception as exc:  # a bug of ours: one line here, the traceback in the log
         if os.environ.get("BPFTOP_DEBUG"):
             raise
-        print(
-            f"bpftop: internal error: {exc!r} (please report it; BPFTOP_DEBUG=1 shows where)",
-            file=sys.stderr,
-        )
-        return 70
+        where = log_exception("internal error", exc)
+        print(f"bpftop: internal error: {exc!r} ({where}; please report it)", file=sys.stderr)
+        return InternalError.exit_code

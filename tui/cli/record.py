@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError, OutputError, UsageError
+from bpftop.bpf.errors import BpftopError, OutputError
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import (
@@ -25,6 +25,7 @@ from bpftop.tui.cli.session import (
     on_signals,
 )
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.collect.targets import refuse_kernel_threads
 from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -32,13 +33,12 @@ from bpftop.tui.model.snapshot import Phase, Snapshot
 
 def run_record(args: argparse.Namespace) -> int:
     """Record on the parsed arguments, then write the file; the exit code."""
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"duration {args.duration} s must be positive", "for example -d 10")
     _check_writable(args.output)
     sampler = check(args)
     if sampler is None:
         return 0
     keep_stderr()
+    refuse_kernel_threads(args.pids or ())
     collector = make_collector(args, sampler, interval_s=1.0)
     tune_gc()
     errors: list[BpftopError] = []
@@ -94,6 +94,14 @@ def _check_writable(path: Path) -> None:
     """Fail before sampling, not after, when the output cannot be written."""
     if str(path) == STDOUT:
         return
+    try:
+        _check_path(path)
+    except OSError as err:  # a name too long, a loop of links, ...
+        reason = err.strerror or repr(err)
+        raise OutputError(f"cannot write {path}: {reason}", "choose another path") from None
+
+
+def _check_path(path: Path) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")

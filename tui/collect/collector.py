@@ -1,16 +1,12 @@
 """The collector thread: drain the kernel, symbolize, aggregate, post snapshots.
 
 One thread does all the slow work; the app (or ``record``) only ever sees the
-immutable :class:`Snapshot` values it posts. The first snapshot goes out
-before BCC compiles, so the window can say "compiling" at once. For CPU
-sampling, perf_event samples (:mod:`bpftop.tui.collect.early`) fill the
-profile while BCC compiles on a helper thread, and BPF takes over per CPU
+immutable :class:`Snapshot` values it posts. For CPU sampling, perf_event
+samples (:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles on a helper thread, and BPF takes over per CPU
 without gap or overlap; if BPF cannot load, perf_event sampling goes on and
 every snapshot says why. The app's requests (reset, time mode, one thread,
-source lines) wake the thread early and are applied between ticks; a tick
-that ran late is skipped, not queued.
-After the target exits the probes are detached, but the thread keeps
-answering those requests on what was collected until it is stopped.
+source lines) wake the thread early and are applied between ticks (a late
+tick is skipped, not queued), and on what was collected after the target exits.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
 probe used keeps its own profile (:mod:`bpftop.tui.collect.probe_profiles`).
 Each distinct stack is symbolized once (:mod:`bpftop.tui.collect.stacks`).
@@ -26,7 +22,8 @@ from collections.abc import Callable, Sequence
 
 import psutil
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.bpf.crash_log import log_exception
+from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.raw import RawTick
@@ -186,8 +183,11 @@ class Collector:
         except BpftopError as err:
             self._on_error(err)
         except Exception as exc:  # a bug of ours: still one line, and the data stays
+            where = log_exception("internal error in the collector", exc)
             self._on_error(
-                BpftopError(f"internal error in the collector: {exc!r}", "please report it")
+                InternalError(
+                    f"internal error in the collector: {exc!r}", f"{where}; please report it"
+                )
             )
         finally:
             if feed is not None:

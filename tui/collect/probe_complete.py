@@ -80,7 +80,11 @@ class ProbeCompleter:
             names = {os.path.basename(p) for p in files} | set(files)
             return [f"{head}:{n}:" for n in sorted(names) if n.startswith(target)]
         path = next((p for p in files if target in (p, os.path.basename(p))), target)
-        matching = sorted({n for n, _ in self.symbols(path) if n.startswith(symbol)})
+        try:
+            symbols = self.symbols(path)
+        except BpftopError:  # unreadable: nothing to complete (checking says why)
+            return []
+        matching = sorted({n for n, _ in symbols if n.startswith(symbol)})
         return [f"{head}:{target}:{n}" for n in matching]
 
     def _files(self) -> list[str]:

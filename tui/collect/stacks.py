@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from bpftop.bpf.raw import RawSample
-from bpftop.symbols.frame import Frame, Unresolved, looks_truncated
+from bpftop.symbols.frame import Frame, Unresolved, truncation
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.model.snapshot import UnknownShare
@@ -27,7 +27,9 @@ MISSING_USER_STACK = Frame("[missing user stack]", "", 0, reason=Unresolved.STAC
 MAX_STACK_DEPTH_FILE = "/proc/sys/kernel/perf_event_max_stack"
 DEFAULT_MAX_STACK_DEPTH = 127
 # Reasons whose hint depends on the file (which debug package would help).
-PER_MODULE_REASONS = frozenset({Unresolved.NO_SYMBOLS, Unresolved.FILE_UNREADABLE})
+PER_MODULE_REASONS = frozenset(
+    {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
+)
 StackKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
@@ -88,10 +90,8 @@ class StackCache:
         frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
         if self._offsets or self._mangled:
             frames = tuple(relabel(f, self._offsets, self._mangled) for f in frames)
-        truncated = bool(user) and looks_truncated(
-            user[-1], len(sample.user_stack), self._max_depth
-        )
-        return Stack(frames, unknown_keys(frames, truncated))
+        cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
+        return Stack(frames, unknown_keys(frames, cut))
 
 
 def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
@@ -104,15 +104,16 @@ def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
     return dataclasses.replace(frame, function=name)
 
 
-def unknown_keys(frames: Sequence[Frame], truncated: bool) -> tuple[UnknownKey, ...]:
-    """Each (reason, module) of the stack's unnamed frames once, and truncation."""
+def unknown_keys(frames: Sequence[Frame], truncated: Unresolved | None) -> tuple[UnknownKey, ...]:
+    """Each (reason, module) of the stack's unnamed frames once, and how the
+    stack was cut (``truncated``: a :func:`truncation` reason, or None)."""
     keys = dict.fromkeys(
         (f.reason, f.module if f.reason in PER_MODULE_REASONS else "")
         for f in frames
         if f.reason is not None
     )
-    if truncated:
-        keys[(Unresolved.STACK_TRUNCATED, "")] = None
+    if truncated is not None:
+        keys[(truncated, "")] = None
     return tuple(keys)
 
 

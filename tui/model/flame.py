@@ -71,11 +71,21 @@ def span_at(rows: list[list[Span]], path: NodePath) -> tuple[int, int] | None:
     return None
 
 
+def is_unnamed(node: CallNode) -> bool:
+    """Is ``node`` a frame that could not be named? By its flag; only a frame
+    without a module (from a folded file, which keeps no flags) is judged by
+    its label (``[unknown]``, ``libfoo.so+0x1a2b``): a named frame shown with
+    ``--offsets`` (``main+0x1a``) is named."""
+    if node.unresolved:
+        return True
+    return not node.module and ("+0x" in node.label or node.label == "[unknown]")
+
+
 def frame_kind(node: CallNode) -> str:
     """What colors a box: kernel, inlined, unknown or user."""
     if node.kernel:
         return "kernel"
-    if node.unresolved or "+0x" in node.label or node.label == "[unknown]":
+    if is_unnamed(node):
         return "unknown"
     if node.inlined:
         return "inlined"

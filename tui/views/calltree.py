@@ -16,6 +16,7 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from bpftop.tui.model.flame import is_unnamed
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.model.tree_paths import node_at
@@ -267,7 +268,7 @@ class CallTreeView(RowsView):
         label_style: Style | None = None
         if node.kernel:
             label_style = self.style_of("rows--kernel")
-        elif node.unresolved or ("+0x" in node.label and node.module):
+        elif is_unnamed(node):
             label_style = self.style_of("calltree--unresolved")
         if self.match is not None and self.match(node):
             matched = self.highlight_of("rows--match")

@@ -2,7 +2,8 @@
 
 Shows, from one snapshot: lost / dropped / failed-stack counters, why frames
 are unknown (share of samples, with a hint), bpftop's own BPF maps (type,
-entries used vs. max, key/value sizes) and what profiling costs.
+entries used vs. max, key/value sizes), what profiling costs, and bpftop's
+own internal errors with the log that holds their tracebacks.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.strip import Strip
 
+from bpftop.bpf.crash_log import log_path, logged_errors
 from bpftop.tui.model.snapshot import MapUsage, Snapshot
 from bpftop.tui.widgets.lines_view import CachedLinesView
 
@@ -115,7 +117,18 @@ def diagnostics(snapshot: Snapshot | None) -> RenderableType:
         maps_table(snapshot.maps),
         Text(""),
         overhead_text(snapshot),
+        *errors_text(),
     )
+
+
+def errors_text() -> tuple[Text, ...]:
+    """Bugs of ours this run (none: nothing) and the file with their tracebacks."""
+    logged = logged_errors()
+    if not logged:
+        return ()
+    text = Text("Internal errors  ", "bold")
+    text.append(f"{len(logged)}, last: {logged[-1]}", "bold red")
+    return Text(""), text.append(f" (tracebacks in {log_path()})")
 
 
 def _preallocated(m: MapUsage) -> bool:

@@ -29,6 +29,7 @@ from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.views.calltree import module_name
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.lines_view import CachedLinesView
+from bpftop.tui.widgets.visible import visible
 
 MAX_DEPTH = 256
 KEPT_LAYOUTS = 8
@@ -275,7 +276,7 @@ class FlameView(CachedLinesView, can_focus=True):
         return line
 
     def _box_text(self, span: Span) -> str:
-        label = span.node.label
+        label = visible(span.node.label)  # cut what is shown, not the raw name
         if span.width <= 1:
             return " " if span.width == 1 else ""
         room = span.width - 1

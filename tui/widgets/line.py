@@ -3,7 +3,9 @@
 A row is a few pieces of text, each with a style, padded or cut to column
 widths. rich's ``Text`` (spans, wrapping, justification) and its rendering
 cost ~0.2 ms a row, a quarter of a tick's render at 200x50; a ``Line`` is a
-list of segments and a running cell count.
+list of segments and a running cell count. Every piece of text is spelled
+with :func:`~bpftop.tui.widgets.visible.visible` on its way in, so a name's
+control characters never reach the terminal and widths count what is shown.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from bpftop.tui.widgets.visible import visible
+
 ELLIPSIS = "…"
 
 
 def fit(text: str, width: int, align: Literal["left", "right"] = "left") -> str:
-    """``text`` in exactly ``width`` cells: cut with an ellipsis, or padded."""
+    """``text`` (control characters spelled out) in exactly ``width`` cells: cut
+    with an ellipsis, or padded."""
     if width <= 0:
         return ""
+    text = visible(text)
     cells = cell_len(text)
     if cells > width:
         return set_cell_size(text, width - 1) + ELLIPSIS
@@ -41,6 +47,7 @@ class Line:
 
     def add(self, text: str, style: Style | None = None) -> Line:
         if text:
+            text = visible(text)
             self.segments.append(Segment(text, style))
             self.cells += cell_len(text)
         return self
@@ -53,6 +60,7 @@ class Line:
         align: Literal["left", "right"] = "left",
     ) -> Line:
         """``text`` cut or padded to ``width`` cells (padding unstyled)."""
+        text = visible(text)
         cells = cell_len(text)
         if cells > width:
             return self.add(fit(text, width), style)
