@@ -3,10 +3,11 @@
 One thread does all the slow work; the app (or ``record``) only ever sees the
 immutable :class:`Snapshot` values it posts. For CPU sampling, perf_event
 samples (:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles
-on a helper thread, and BPF takes over per CPU without gap or overlap; if
-BPF cannot load, perf_event sampling goes on and every snapshot says why. The app's requests (reset, time mode, one thread,
-source lines) wake the thread early and are applied between ticks (a late
-tick is skipped, not queued), and on what was collected after the target exits.
+on a helper thread, and BPF takes over per CPU without gap or overlap; if BPF
+cannot load, perf_event sampling goes on and every snapshot says why. The
+app's requests (reset, time mode, one thread, source lines) wake the thread
+early and are applied between ticks (a late tick is skipped, not queued), and
+on what was collected after the target exits.
 ``switch_probe`` changes the probe live (attach/detach, no compile); every
 probe used keeps its own profile (:mod:`bpftop.tui.collect.probe_profiles`).
 Each distinct stack is symbolized once (:mod:`bpftop.tui.collect.stacks`).
