@@ -31,7 +31,7 @@ from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
+from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_heap
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     ProcessLabels,
@@ -200,6 +200,7 @@ class Collector:
 
     def _loop(self) -> bool:
         """Tick until stopped (False) or the target exits (True)."""
+        trim_heap()  # after the compile
         deadline = time.monotonic() + self.interval_s
         while True:
             woken = self._wake.wait(max(0.0, deadline - time.monotonic()))
