@@ -41,6 +41,8 @@ class RunResult:
     peak_mib: float  # whole life, writing included
     perf_cpu_percent: float | None  # perf record -g over the same window
     samples_line: str  # what bpftop said it wrote
+    stacks: int  # distinct stacks written (folded lines)
+    median_depth: float  # frames per written stack, median
 
 
 def main() -> None:
@@ -85,6 +87,7 @@ def run_once(
             _, status, usage = os.wait4(app.pid, 0)
             app.returncode = os.waitstatus_to_exitcode(status)
             said = app.stderr.read().decode().strip() if app.stderr else ""
+            stacks, depth = _folded_shape(out)
         finally:
             if app.returncode is None:
                 app.kill()
@@ -97,7 +100,19 @@ def run_once(
         peak_mib=usage.ru_maxrss / 1024,
         perf_cpu_percent=perf_percent,
         samples_line=said.splitlines()[-1] if said else f"exit {app.returncode}",
+        stacks=stacks,
+        median_depth=depth,
     )
+
+
+def _folded_shape(path: Path) -> tuple[int, float]:
+    """Distinct stacks in a folded file and their median depth (frames)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return 0, 0.0
+    depths = [line.rsplit(" ", 1)[0].count(";") + 1 for line in lines if line]
+    return len(depths), statistics.median(depths) if depths else 0.0
 
 
 def _wait_sampling(pid: int) -> float:
@@ -156,6 +171,8 @@ def report(case: str, hz: int, seconds: float, unwind: str, results: list[RunRes
 
     print(f"== {case}: record -F {hz} -d {seconds:g} --unwind {unwind}")
     print(f"   {results[-1].samples_line}")
+    last = results[-1]
+    print(f"   distinct stacks written: {last.stacks}, median depth {last.median_depth:g}")
     print(f"   bpftop CPU while sampling, % of a core:{median([r.cpu_percent for r in results])}")
     print(f"   VmHWM as sampling ends, MiB:        {median([r.hwm_sampling_mib for r in results])}")
     print(f"   peak RSS incl. writing, MiB:        {median([r.peak_mib for r in results])}")
