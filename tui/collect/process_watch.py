@@ -97,8 +97,18 @@ class ThreadNames:
             return ""
 
 
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
 def trim_heap() -> None:
     """Hand the heap that compiling left free back to the system (glibc's
-    ``malloc_trim``): ~50 MB of LLVM's memory stays resident otherwise."""
+    ``malloc_trim``: ~50 MB of LLVM's memory stays resident otherwise), and
+    keep large blocks (count arrays, their per-tick copies, drained maps) out
+    of the heap from now on, so freeing them gives their memory back. (glibc
+    otherwise raises its mmap threshold to the largest block freed, and the
+    heap then keeps every array size the tree ever grew through.)"""
     with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.malloc_trim(0)
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
