@@ -1,13 +1,20 @@
-"""Reading and emptying BCC maps: stack ids to addresses, hash drains, stack-map clears."""
+"""Reading and emptying BCC maps: stack ids to addresses, hash drains, stack-map clears.
+
+Owns :class:`StackReader`, :class:`MapDrains` (each hash map of the program
+emptied through its own :class:`~bpftop.bpf.batch.HashDrain`, entries as
+named tuples) and :func:`clear_stacks`.
+"""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
-import os
+import struct
 from typing import Any
 
+from bpftop.bpf.batch import HashDrain, record_format
 from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
@@ -60,26 +67,37 @@ def clear_stacks(table: Any) -> None:
             del table[key]
 
 
-ENOTSUPP = 524
-"""The kernel's own "operation not supported" (not in userspace errno)."""
-BATCH_UNSUPPORTED = tuple(
-    os.strerror(code) for code in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, ENOTSUPP)
-)
-"""How BCC words a batch operation this kernel or map does not have."""
+class MapDrains:
+    """Empties the program's hash maps by name; keys (and structure values)
+    come back as named tuples with the C fields' names, scalar values as ints."""
+
+    def __init__(self, bpf: Any) -> None:
+        self._bpf = bpf
+        self._drains: dict[str, tuple[HashDrain, _Unpacker, _Unpacker]] = {}
+
+    def entries(self, name: str) -> list[tuple[Any, Any]]:
+        """Every (key, value) of map ``name``, removed from it."""
+        found = self._drains.get(name)
+        if found is None:
+            table = self._bpf[name.encode()]
+            found = (HashDrain(table), _Unpacker(table.Key), _Unpacker(table.Leaf))
+            self._drains[name] = found
+        drain, keys, values = found
+        drained = drain.drain()
+        return list(zip(keys.unpack(drained.keys), values.unpack(drained.values), strict=True))
 
 
-def drain_hash(table: Any) -> list[tuple[Any, Any]]:
-    """Every entry of ``table``, emptied: atomically per entry with the batch
-    operation; where the kernel has none, read then clear (the map drained is
-    the inactive generation, so nothing is counted into it meanwhile). Other
-    failures are raised, not hidden behind the fallback."""
-    batch = getattr(table, "items_lookup_and_delete_batch", None)
-    if batch is not None:
-        try:
-            return list(batch())
-        except Exception as err:  # BCC raises a plain Exception naming the errno
-            if type(err) is not Exception or not str(err).endswith(BATCH_UNSUPPORTED):
-                raise
-    items = [(k, getattr(v, "value", v)) for k, v in table.items()]
-    table.clear()
-    return items
+class _Unpacker:
+    """Packed ctypes records (a scalar or a structure of scalars) to Python values."""
+
+    def __init__(self, ctype: Any) -> None:
+        self._format = struct.Struct(record_format(ctype))
+        fields = [f[0] for f in getattr(ctype, "_fields_", ())]
+        record: Any = collections.namedtuple("Record", fields) if fields else None
+        self._make = None if record is None else record._make
+
+    def unpack(self, packed: bytes) -> list[Any]:
+        rows = self._format.iter_unpack(packed)
+        if self._make is None:
+            return [row[0] for row in rows]
+        return list(map(self._make, rows))

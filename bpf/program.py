@@ -23,7 +23,7 @@ from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.errors import BpfLoadError
-from bpftop.bpf.maps_io import StackReader, clear_stacks, drain_hash
+from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
@@ -90,6 +90,7 @@ class CpuSampler:
         self.source = source
         self.header_note = ""
         self._bpf: Any = None
+        self._drains: MapDrains | None = None  # made at the first drain
         self._stats_fd: int | None = None
         self._drained: dict[str, int] = {}
         self._gen = 0
@@ -261,12 +262,12 @@ class CpuSampler:
         self._gen_slot[self._gen] = self._epoch & 1
         self._write_state()
         time.sleep(SETTLE_S)
-        counts = self._bpf[f"counts{old}".encode()]
+        drains = self._drains = self._drains or MapDrains(self._bpf)
         walked = self.unwinder.take_stacks(old) if self.unwinder else {}
         stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked)
-        entries = drain_hash(counts)
-        samples = tuple(stacks.sample(key, int(value)) for key, value in entries)
-        weighted = drain_hash(self._bpf[f"wcounts{old}".encode()])
+        entries = drains.entries(f"counts{old}")
+        samples = tuple(stacks.sample(key, value) for key, value in entries)
+        weighted = drains.entries(f"wcounts{old}")
         if weighted:
             wstacks = StackReader(self._bpf[_wstacks(self._gen_slot[old])])
             samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
@@ -339,6 +340,7 @@ class CpuSampler:
             self.unwinder = None
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
+            self._drains = None
             self._attachment = None
             self._retired.clear()
             bpf.cleanup()

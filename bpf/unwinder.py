@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bpftop.bpf.batch import Drained, HashDrain
 from bpftop.bpf.raw import Addresses
 
 MODES = {"fp": 0, "dwarf": 1, "auto": 2}
@@ -77,6 +78,7 @@ class Unwinder:
         self._next_index = 0
         self._procs = bpf[b"unwind_procs"]
         self._stores = (bpf[b"ustacks0"], bpf[b"ustacks1"])
+        self._drains = tuple(HashDrain(store) for store in self._stores)
         self._lock = threading.Lock()
         self._slots: dict[str, TableSlot] = {}
         self._next_row = 0
@@ -158,10 +160,7 @@ class Unwinder:
 
     def take_stacks(self, generation: int) -> dict[int, Addresses]:
         """Every walked stack of an inactive generation, removed from the store."""
-        from bpftop.bpf.maps_io import drain_hash  # maps_io imports this module
-
-        items = drain_hash(self._stores[generation])
-        return {_int(k): tuple(v.addrs[: min(int(v.len), len(v.addrs))]) for k, v in items}
+        return _stacks(self._drains[generation].drain(), self._stores[generation].Leaf)
 
     def preallocated_bytes(self) -> int:
         """Bytes of the rows and index arrays (BPF arrays are allocated whole)."""
@@ -195,6 +194,16 @@ def _write(array: Any, start: int, values: Any) -> None:
     array.items_update_batch(keys, values)
 
 
-def _int(key: Any) -> int:
-    """A u32 map key as BCC hands it back (a ctypes value or, batched, an int)."""
-    return int(getattr(key, "value", key))
+def _stacks(drained: Drained, leaf: Any) -> dict[int, Addresses]:
+    """Stack id -> addresses from a drained store (u32 keys, ``struct ustack`` values)."""
+    ids = memoryview(drained.keys).cast("I").tolist()
+    words = memoryview(drained.values).cast("Q")
+    halves = memoryview(drained.values).cast("I")
+    stride = ct.sizeof(leaf) // 8
+    len_at, addrs_at = leaf.len.offset // 4, leaf.addrs.offset // 8
+    depth = leaf.addrs.size // 8
+    stacks: dict[int, Addresses] = {}
+    for i, stack_id in enumerate(ids):
+        first = i * stride + addrs_at
+        stacks[stack_id] = tuple(words[first : first + min(halves[2 * i * stride + len_at], depth)])
+    return stacks

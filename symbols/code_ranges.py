@@ -42,13 +42,24 @@ class CodeRange:
         return "{:x}:{:x}:{:x}:{:x}".format(*self.identity)
 
 
-def code_ranges(pid: int, proc_root: str = PROC_ROOT) -> tuple[CodeRange, ...]:
-    """The executable file mappings of ``pid`` (main program first, then in address order)."""
+def read_maps_text(pid: int, proc_root: str = PROC_ROOT) -> str | None:
+    """/proc/PID/maps as text; None when the process is gone."""
     try:
         with open(f"{proc_root}/{pid}/maps") as stream:
-            entries = parse_maps(stream.read())
+            return stream.read()
     except OSError:
+        return None
+
+
+def code_ranges(
+    pid: int, proc_root: str = PROC_ROOT, maps_text: str | None = None
+) -> tuple[CodeRange, ...]:
+    """The executable file mappings of ``pid`` (main program first, then in
+    address order); ``maps_text``: its maps as just read (else read here)."""
+    text = maps_text if maps_text is not None else read_maps_text(pid, proc_root)
+    if text is None:
         return ()
+    entries = parse_maps(text)
     found: list[CodeRange] = []
     for entry in entries:
         if entry.executable and entry.is_file:

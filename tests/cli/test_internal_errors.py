@@ -9,11 +9,10 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bpftop.bpf import crash_log, maps_io
+from bpftop.bpf import crash_log
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import RawTick
@@ -108,39 +107,6 @@ def test_a_collector_bug_keeps_its_traceback(log_home: Path) -> None:
     assert error.exit_code == 70
     assert f"traceback in {log_home}" in str(error)
     assert "in load" in log_home.read_text()
-
-
-class Table:
-    """A BCC hash table's drain surface, its batch call failing as told."""
-
-    def __init__(self, failure: BaseException | None) -> None:
-        self.failure = failure
-        self.cleared = False
-
-    def items_lookup_and_delete_batch(self) -> list[tuple[int, int]]:
-        if self.failure is not None:
-            raise self.failure
-        return [(1, 2)]
-
-    def items(self) -> list[tuple[int, Any]]:
-        return [(3, 4)]
-
-    def clear(self) -> None:
-        self.cleared = True
-
-
-def test_the_non_atomic_drain_is_only_for_kernels_without_batch_operations() -> None:
-    assert maps_io.drain_hash(Table(None)) == [(1, 2)]
-    unsupported = Table(Exception("BPF_MAP_LOOKUP_AND_DELETE_BATCH has failed: Invalid argument"))
-    assert maps_io.drain_hash(unsupported) == [(3, 4)] and unsupported.cleared
-    for failure in (
-        Exception("BPF_MAP_LOOKUP_AND_DELETE_BATCH has failed: Bad address"),
-        TypeError("a bug"),
-    ):
-        table = Table(failure)
-        with pytest.raises(type(failure)):
-            maps_io.drain_hash(table)
-        assert not table.cleared
 
 
 def test_an_unreadable_file_is_not_called_stripped() -> None:

@@ -7,10 +7,10 @@ on a helper thread, and BPF takes over per CPU without gap or overlap; if BPF
 cannot load, perf_event sampling goes on and every snapshot says why. The
 app's requests (reset, time mode, one thread, source lines) wake the thread
 early and are applied between ticks (a late tick is skipped, not queued), and
-on what was collected after the target exits.
-``switch_probe`` changes the probe live (attach/detach, no compile); every
-probe used keeps its own profile (:mod:`bpftop.tui.collect.probe_profiles`).
-Each distinct stack is symbolized once (:mod:`bpftop.tui.collect.stacks`).
+on what was collected after the target exits. ``switch_probe`` changes the
+probe live (attach/detach, no compile); every probe used keeps its own profile
+(:mod:`bpftop.tui.collect.probe_profiles`). Each distinct stack is symbolized
+once (:mod:`bpftop.tui.collect.stacks`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from bpftop.tui.collect.early import (
     Qualities,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames
+from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_heap
 from bpftop.tui.collect.sampler import PERF_KINDS, Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
@@ -215,6 +215,7 @@ class Collector:
         self._sampler.set_targets(self._targets)
         attach_unwinder(self._unwind_feed, self._sampler)
         self._sampler.start()
+        trim_heap()  # give back what the compile left free
         if feed is not None:
             self._absorb(*feed.hand_over(self._sampler.first_sample_ns))
         if self._launched is not None:

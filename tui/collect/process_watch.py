@@ -1,12 +1,16 @@
 """Facts about the profiled process, tick to tick.
 
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
-exited) and :class:`ThreadNames` (tid -> name from /proc, once per thread).
+exited), :class:`ThreadNames` (tid -> name from /proc, once per thread) and
+:func:`trim_heap` (bpftop's own freed memory back to the system).
 Used only from the collector thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import dataclasses
 
 import psutil
@@ -91,3 +95,20 @@ class ThreadNames:
                 return f.read().strip()
         except OSError:
             return ""
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
+def trim_heap() -> None:
+    """Hand the heap that compiling left free back to the system (glibc's
+    ``malloc_trim``: ~50 MB of LLVM's memory stays resident otherwise), and
+    keep large blocks (count arrays, their per-tick copies, drained maps) out
+    of the heap from now on, so freeing them gives their memory back. (glibc
+    otherwise raises its mmap threshold to the largest block freed, and the
+    heap then keeps every array size the tree ever grew through.)"""
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.malloc_trim(0)
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)

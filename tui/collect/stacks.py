@@ -11,6 +11,7 @@ thread; no Textual here.
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from collections.abc import Sequence
 
 from bpftop.bpf.raw import RawSample
@@ -30,7 +31,9 @@ DEFAULT_MAX_STACK_DEPTH = 127
 PER_MODULE_REASONS = frozenset(
     {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
 )
-StackKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+# (tgid, user addresses, kernel addresses), the addresses packed as u64s: a
+# tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
+StackKey = tuple[int, bytes, bytes]
 
 
 class Stack:
@@ -70,7 +73,7 @@ class StackCache:
     def lookup(self, sample: RawSample) -> Stack:
         """Root-first frames (user frames outermost first, then kernel frames)
         and why any of them are unknown; symbolized once per distinct stack."""
-        key = (sample.tgid, sample.user_stack, sample.kernel_stack)
+        key = (sample.tgid, _packed(sample.user_stack), _packed(sample.kernel_stack))
         stack = self._stacks.get(key)
         if stack is None:
             stack = self._build(sample)
@@ -92,6 +95,10 @@ class StackCache:
             frames = tuple(relabel(f, self._offsets, self._mangled) for f in frames)
         cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
         return Stack(frames, unknown_keys(frames, cut))
+
+
+def _packed(addresses: Sequence[int]) -> bytes:
+    return array("Q", addresses).tobytes() if addresses else b""
 
 
 def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:

@@ -7,8 +7,10 @@ disk; ``bench/unwind_bench.py``). It starts before the BPF program is compiled, 
 overlap the compile; once :meth:`UnwindFeed.attach` hands it the loaded
 :class:`~bpftop.bpf.unwinder.Unwinder`, it describes the process to the walker
 at once (frames use frame pointers until a file's table is there) and again
-after each table it adds. The maps are re-read every ``poll_s``, so a dlopen
-is noticed. Nothing here runs on the tick path.
+after each table it adds. The maps are read every ``poll_s``, so a dlopen
+is noticed; only when their text changed are the files looked at again and
+the walker told (a process whose maps stay the same costs one read a poll).
+Nothing here runs on the tick path.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from bpftop.bpf.unwinder import CodeMapping, Unwinder
-from bpftop.symbols.code_ranges import CodeRange, code_ranges
+from bpftop.symbols.code_ranges import CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.unwind_cache import UnwindCache, unwind_cache_dir
 from bpftop.symbols.unwind_table import UnwindTable
 
@@ -35,6 +37,7 @@ class UnwindFeed:
         self._unwinder: Unwinder | None = None
         self._tables: dict[str, UnwindTable | None] = {}
         self._ranges: tuple[CodeRange, ...] = ()
+        self._maps_text: str | None = None  # as last read
         self.tables_loaded = 0
         self.ready = threading.Event()  # every file seen so far is in the walker
         self._thread = threading.Thread(target=self._run, name="bpftop-unwind", daemon=True)
@@ -60,21 +63,31 @@ class UnwindFeed:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            ranges = code_ranges(self.pid)
-            if not ranges:
+            text = read_maps_text(self.pid)
+            if text is None:
                 return  # the process is gone
-            self._ranges = ranges
-            self._push(ranges)
-            for code in ranges:
-                if self._stop.is_set():
-                    return
-                if code.key not in self._tables:
-                    self._tables[code.key] = self._cache.load(code.open_path)
-                    self._push(ranges)
+            if text != self._maps_text and not self._update(text):
+                return
             if self._unwinder is not None:
                 self.ready.set()
             self._wake.wait(self._poll_s)
             self._wake.clear()
+
+    def _update(self, maps_text: str) -> bool:
+        """The maps changed: describe them and load missing tables (False: stop)."""
+        ranges = code_ranges(self.pid, maps_text=maps_text)
+        if not ranges:
+            return False  # the process is gone
+        self._ranges = ranges
+        self._push(ranges)
+        for code in ranges:
+            if self._stop.is_set():
+                return False
+            if code.key not in self._tables:
+                self._tables[code.key] = self._cache.load(code.open_path)
+                self._push(ranges)
+        self._maps_text = maps_text  # only once every table is in
+        return True
 
     def _push(self, ranges: tuple[CodeRange, ...]) -> None:
         """Add the tables built so far and describe the process (once attached)."""

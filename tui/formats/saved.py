@@ -19,6 +19,7 @@ from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.store import LiveNode
 
 _UNNAMED = re.compile(r"(.+)\+0x([0-9a-f]+)")
 
@@ -184,7 +185,7 @@ def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
             node, path = todo.pop()
             if node.self_count > 0 and path:
                 stacks.append(SavedStack(group.label, path, node.self_count))
-            for child in reversed(node.children):
+            for child in reversed(_children(node)):
                 key = (child.label, child.module, child.kernel, child.source, child.inlined,
                        child.unresolved)  # fmt: skip
                 frame = frames.get(key)
@@ -192,6 +193,10 @@ def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
                     frame = frames[key] = saved_frame(child)
                 todo.append((child, (*path, frame)))
     return SavedProfile(meta, tuple(stacks))
+
+
+def _children(node: CallNode) -> tuple[CallNode, ...]:
+    return node.passing_children() if isinstance(node, LiveNode) else node.children
 
 
 def snapshot_meta(

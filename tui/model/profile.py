@@ -153,6 +153,7 @@ class Profile:
         node = store.child(ROOT, store.key_of((process, "", False)))
         nodes = [ROOT, node]
         functions: dict[int, None] = {}
+        key = -1  # the leaf node's key id, once the loop is done
         for frame in frames:
             key = store.key_of(frame_key(frame))
             flags = INLINED if frame.inlined else 0
@@ -167,7 +168,7 @@ class Profile:
                 # Also an old node: it takes file:line once lines are turned on.
                 store.sources[node] = source = frame_source(frame)
                 self._fn_source.setdefault(key, source)
-        leaf = int(store.key_id[node]) if frames else -1
+        leaf = key
         self._fit()
         row = self._table.add(nodes, list(functions), leaf)
         # Seen before under another tuple, or forgotten: its samples are the leaf's.
