@@ -157,6 +157,7 @@ DEMO_KEYS = ("e",)
 VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "tree": ("e",),
     "top": ("e", "1"),
+    "top-inline": ("e", "1", "i"),
     "callers": ("e", "up", "3"),
     "flame": ("e", "4"),
     "diagnostics": ("5",),

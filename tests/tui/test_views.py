@@ -239,7 +239,7 @@ async def test_selection_follows_from_top_to_tree() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("1", "j", "j")  # strchr
+        await pilot.press("1", "j")  # strchr (mix_round has rotate_left's samples)
         await pilot.press("2")
         assert cursor_label(app) == "strchr"
         assert "parse_headers" in tree_labels(app)
@@ -277,3 +277,22 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
+
+
+async def test_top_counts_inline_frames_in_their_function_and_i_shows_them_as_rows() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("1")
+        rows = {fn.label: fn.self_count for fn in app.views.top_view.ordered}
+        assert "rotate_left" not in rows, "inlined into mix_round: its samples are mix_round's"
+        assert rows["mix_round"] == 4210 + 1175 + 180
+        assert app.views.top_view.ordered[0].label == "mix_round"
+        await pilot.press("i")
+        rows = {fn.label: fn.self_count for fn in app.views.top_view.ordered}
+        assert rows["rotate_left"] == 1175 and rows["mix_round"] == 4210 + 180
+        assert "inline rows" in crumbs(app)
+        await pilot.press("2", "e")  # the tree keeps the inline frame, marked, either way
+        assert any("rotate_left (inlined)" in tree_line(app, y) for y in range(40))
+        await pilot.press("i", "1")
+        assert "rotate_left" not in {fn.label for fn in app.views.top_view.ordered}
