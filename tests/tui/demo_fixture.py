@@ -151,11 +151,12 @@ MAPS = (
 
 
 SCREEN_SIZE = (120, 36)
-DEMO_KEYS = ("e",)
-"""Keys that expand the call tree along the hot path after the first snapshot."""
+DEMO_KEYS = ()
+"""Keys pressed after the first snapshot for the main screenshot: none, the
+tree opens on the hot path by itself."""
 
 VIEW_KEYS: dict[str, tuple[str, ...]] = {
-    "tree": ("e",),
+    "tree": (),
     "top": ("e", "1"),
     "top-inline": ("e", "1", "i"),
     "callers": ("e", "up", "3"),

@@ -220,8 +220,8 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("3")
-        assert "select a function" in app.views.callers_view.render_line(0).text
+        await pilot.press("3")  # the tree opened on the hottest leaf: its callers
+        assert app.views.callers_view.rows[0].node.label == "rotate_left"
         await pilot.press("2", "e", "up", "3")  # mix_round
         callers = app.views.callers_view
         labels = [row.node.label for row in callers.rows]
