@@ -40,12 +40,18 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
         text = diag_text(app)
         assert "no symbols (stripped, no debuglink)" in text and "5.4%" in text
         assert "install the -dbg package of libz" in text
-        assert "stack_traces" in text and "9,870 / 10,240" in text and "96%" in text
+        assert "ustacks0" in text and "9,870 / 10,240" in text and "96%" in text
         assert "stack_trace" in text and "1016" in text
         assert "failed stack reads: user EFAULT" in text
         assert "lost perf-buffer events" in text and "dropped samples" in text
-        assert "nearly full: stack_traces" in text
+        assert "nearly full: unwind_rows, ustacks0, ustacks1" in text
         assert "events" not in text.split("nearly full")[1].split("\n")[0]
+        for name in ("counts1", "wstacks_1", "calls", "blocked", "unwind_procs", "unwind_progs"):
+            assert f"{name} " in text, f"every map is listed: {name}"
+        assert "241,310 / 262,144" in text and "92%" in text, "the walker's rows fill up"
+        verdict = " ".join(text.split("Collection")[0].split())
+        assert "1 unwind table(s) did not fit" in verdict and "1 file(s) without CFI" in verdict
+        assert "tables that did not fit" in text and "mappings dropped" in text
         assert "bpftop CPU 1.8%" in text
 
 

@@ -27,6 +27,7 @@ from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeSpec, parse_spec
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.stats import ProgStats
+from bpftop.bpf.unwinder import UnwindState
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
@@ -66,6 +67,7 @@ class Sampler(Protocol):
     def remove_target(self, pid: int) -> None: ...
     def hold_at_exec(self, pid: int) -> None: ...
     def map_usage(self) -> tuple[MapUsage, ...]: ...
+    def unwind_state(self) -> UnwindState | None: ...
     def prog_stats(self) -> ProgStats: ...
     def close(self) -> None: ...
 
@@ -320,6 +322,7 @@ class Collector:
             weight_unit=self._probes.unit,
             probe_events=self._probes.active.events,
             probe_message=self._probe_message,
+            unwind=self._sampler.unwind_state() if live else None,
         )
         self.last = snap
         self._on_snapshot(snap)
