@@ -42,7 +42,8 @@ from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.widgets.background import Background
 
-RATE_HISTORY = 60
+RATE_HISTORY = 600
+"""Ticks of rate kept: a minute's worth at intervals down to 0.1 s (the sparkline's)."""
 
 
 def default_export_name(now: datetime | None = None) -> str:
