@@ -159,10 +159,12 @@ def hot_by_symbol(tree: CallNode, limit: int | None = None) -> tuple[HotFunction
     keys = len(live.keys)
     inlined = (live.flags & INLINED) != 0
     owner = np.arange(live.size, dtype=np.int64)
-    levels = live.levels()
-    for level in levels[3:]:  # top-down: an inline frame's owner is its parent's
-        inner = level[inlined[level]]
-        owner[inner] = owner[live.parent[inner]]
+    inner = np.flatnonzero(inlined & (live.depth >= 3))  # depth 2: under its process
+    for _ in range(int(live.depth.max(initial=0))):  # one pass per level of nesting
+        above = owner[live.parent[inner]]
+        if np.array_equal(above, owner[inner]):
+            break
+        owner[inner] = above
     frames = live.depth >= 2
     own = np.bincount(live.key_id[owner[frames]], live.self_count[frames], keys).astype(np.int64)
     symbol = frames & (owner == np.arange(live.size))
@@ -177,6 +179,8 @@ def _outermost_symbols(live: LiveTree, candidates: Mask, inlined: Mask) -> Mask:
     whose function is above them only as inline frames: they count its total.
     Only functions that are somewhere inline are walked (rare)."""
     found = np.zeros(live.size, np.bool_)
+    if not candidates.any():
+        return found
     inline_keys = np.unique(live.key_id[inlined])
     candidates = candidates & np.isin(live.key_id, inline_keys)
     parent, key_id = live.parent, live.key_id
@@ -196,8 +200,14 @@ def _hot_rows(
     for node, source in list(live.sources.items()):
         if node < live.size:
             sources.setdefault(int(live.key_id[node]), source)
+    keys = np.flatnonzero(total > 0)
+    if limit is not None and limit < len(keys):  # numpy ranks; Python sorts the few kept
+        order = np.lexsort((-total[keys], -own[keys]))
+        last = order[limit - 1]
+        tied = (own[keys][order] == own[keys][last]) & (total[keys][order] == total[keys][last])
+        keys = keys[order[: max(limit, int(np.flatnonzero(tied)[-1]) + 1)]]
     rows = []
-    for key in np.flatnonzero(total > 0).tolist():
+    for key in keys.tolist():
         label, module, kernel = live.keys[key]
         rows.append(
             HotFunction(label, module, kernel, int(own[key]), int(total[key]), sources.get(key, ""))
