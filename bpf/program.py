@@ -23,12 +23,13 @@ from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
-from bpftop.bpf.unwinder import MODES, Unwinder
+from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
@@ -41,7 +42,6 @@ EPOCH_MASK = (1 << 30) - 1
 # One compile at a time per process: libbcc/LLVM crashed with two at once (a
 # collector that stopped leaves its compile running on a helper thread).
 _COMPILE_LOCK = threading.Lock()
-_MAP_KINDS = {1: "hash", 2: "array", 4: "perf_event_array", 6: "percpu_array", 7: "stack_trace"}
 
 
 class CpuSampler:
@@ -271,7 +271,10 @@ class CpuSampler:
         if weighted:
             wstacks = StackReader(self._bpf[_wstacks(self._gen_slot[old])])
             samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
-        self._drained = {"counts": len(entries), "stacks": stacks.distinct}
+        self._drained.update({
+            f"counts{old}": len(entries), f"stacks{old}": stacks.distinct,
+            f"wcounts{old}": len(weighted), f"ustacks{old}": len(walked),
+        })  # fmt: skip
         clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
         now = time.monotonic()
@@ -305,26 +308,12 @@ class CpuSampler:
         return sum(1 for _ in self._bpf[map_name.encode()])
 
     def map_usage(self) -> tuple[MapUsage, ...]:
-        """Every map of ours; sample and stack maps as of the last drain."""
-        usage = []
-        for name in ("counts", "stacks", "targets", "control", "drops", "events"):
-            table = self._bpf[(name + "0" if name in ("counts", "stacks") else name).encode()]
-            used = self._drained.get(name, 0)
-            if name == "targets":
-                used = self.entries(name)
-            elif name in ("control", "drops", "events"):
-                used = int(table.max_entries)  # arrays: every slot exists
-            usage.append(
-                MapUsage(
-                    name=name,
-                    kind=_MAP_KINDS.get(int(table.ttype), str(table.ttype)),
-                    used=used,
-                    max_entries=int(table.max_entries),
-                    key_size=ct.sizeof(table.Key),
-                    value_size=ct.sizeof(table.Leaf),
-                )
-            )
-        return tuple(usage)
+        """Every map of the loaded program (see ``map_usage.ALL_MAPS``)."""
+        return map_usage(self._bpf, self._drained, self.unwind_state(), self.entries)
+
+    def unwind_state(self) -> UnwindState | None:
+        """The .eh_frame walker's tables and what it could not take (None: no walker)."""
+        return self.unwinder.state() if self.unwinder is not None else None
 
     def prog_stats(self) -> ProgStats:
         """Cumulative run time and runs of all our programs (needs run stats on)."""

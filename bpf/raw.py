@@ -52,6 +52,7 @@ class MapUsage:
     max_entries: int
     key_size: int
     value_size: int
+    slots_used: bool = False  # an array whose ``used`` counts written slots (the walker's)
 
 
 @dataclass(frozen=True, slots=True)

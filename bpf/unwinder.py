@@ -58,6 +58,26 @@ class TableSlot:
 
 
 @dataclass(frozen=True, slots=True)
+class UnwindState:
+    """What the walker has and what it could not take, for the Diagnostics view.
+
+    ``tables_refused``: files whose rows did not fit in ``unwind_rows``;
+    ``mappings_dropped``: executable mappings past the first ``MAX_MAPPINGS``
+    of a process (summed over processes); ``files_without_cfi``: files with
+    no usable .eh_frame (or unreadable). Frames in those use frame pointers."""
+
+    mode: str
+    tables_loaded: int = 0
+    rows_used: int = 0
+    rows_max: int = 0
+    index_used: int = 0
+    index_max: int = 0
+    tables_refused: int = 0
+    mappings_dropped: int = 0
+    files_without_cfi: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class CodeMapping:
     """One executable mapping of a process: ``[start, end)``, load bias
     (address - ELF vaddr) and the key of its table (None: none yet)."""
@@ -84,6 +104,9 @@ class Unwinder:
         self._next_row = 0
         self.capacity_rows = int(self._rows.max_entries)
         self._closed = False
+        self._refused: set[str] = set()  # tables that did not fit
+        self._without_cfi: set[str] = set()
+        self._dropped: dict[int, int] = {}  # tgid -> mappings past MAX_MAPPINGS
         walker = bpf.load_func(b"unwind_walk", program_type)
         bpf[b"unwind_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
         bpf[b"unwind_mode"][ct.c_int(0)] = ct.c_uint32(MODES[mode])
@@ -104,6 +127,8 @@ class Unwinder:
             if found is not None or self._closed:
                 return found
             if not rows or self._next_row + rows > self.capacity_rows:
+                if rows:
+                    self._refused.add(key)
                 return None
             data = packed[: rows * ROW_SIZE]
             slot = TableSlot(self._next_row, rows, *self._place_index(row_index(data)))
@@ -126,6 +151,7 @@ class Unwinder:
     def set_process(self, tgid: int, mappings: Sequence[CodeMapping]) -> int:
         """Describe ``tgid``'s code to the walker; returns mappings with a table."""
         ordered = sorted(mappings, key=lambda m: m.start)[:MAX_MAPPINGS]
+        self._dropped[tgid] = len(mappings) - len(ordered)
         leaf = self._procs.Leaf()
         leaf.count = len(ordered)
         with_table = 0
@@ -152,6 +178,21 @@ class Unwinder:
             return []
         maps = leaf.maps[: min(int(leaf.count), MAX_MAPPINGS)]
         return [(int(m.start), int(m.end), int(m.rows_len)) for m in maps]
+
+    def note_without_cfi(self, key: str) -> None:
+        """A file of a profiled process has no unwind table (no usable .eh_frame)."""
+        with self._lock:
+            self._without_cfi.add(key)
+
+    def state(self) -> UnwindState:
+        with self._lock:
+            return UnwindState(
+                mode=self.mode, tables_loaded=len(self._slots), rows_used=self._next_row,
+                rows_max=self.capacity_rows, index_used=self._next_index,
+                index_max=int(self._index.max_entries), tables_refused=len(self._refused),
+                mappings_dropped=sum(self._dropped.values()),
+                files_without_cfi=len(self._without_cfi),
+            )  # fmt: skip
 
     def close(self) -> None:
         """From now on, write nothing (the program's maps are about to go)."""

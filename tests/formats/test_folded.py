@@ -9,7 +9,8 @@ import pytest
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
 from bpftop.tui.formats.folded import folded_lines, write_folded
-from bpftop.tui.formats.folded_tree import parse_folded
+from bpftop.tui.formats.folded_tree import folded_tree, parse_folded, parse_lines
+from bpftop.tui.formats.saved_folded import from_folded, saved_lines
 from bpftop.tui.model.profile import Profile
 from tests.tui.demo_fixture import demo_profile
 
@@ -32,6 +33,24 @@ def test_lines_per_leaf_with_kernel_suffix() -> None:
         "app;main;a 3",
         "app;main;write;do_syscall_64_[k];vfs_write_[k] 2",
     ]
+
+
+def test_inline_frames_carry_the_inline_suffix_and_read_back_inlined() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("hot_a"), Frame("mix", "/bin/app", 0, inlined=True)], 6)
+    p.add("app", [u("main"), u("mix")], 1)  # the same function, called: no suffix
+    lines = sorted(folded_lines(p.tree()))
+    assert lines == ["app;main;hot_a;mix_[i] 6", "app;main;mix 1"]
+    tree = folded_tree(parse_lines("\n".join(lines))[0])
+    main = tree.children[0].children[0]
+    hot_a = next(c for c in main.children if c.label == "hot_a")
+    mix = hot_a.children[0]
+    assert (mix.label, mix.inlined, hot_a.inlined) == ("mix", True, False)
+    assert not next(c for c in main.children if c.label == "mix").inlined, "per node, not per name"
+    saved = from_folded("\n".join(lines))
+    frames = {f.name: f.inlined for s in saved.stacks for f in s.frames}
+    assert frames["hot_a"] is False and any(f.inlined for s in saved.stacks for f in s.frames)
+    assert sorted(saved_lines(saved)) == lines, "written back as read"
 
 
 def test_unresolved_frames_use_module_offset_label() -> None:

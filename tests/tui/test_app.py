@@ -15,6 +15,7 @@ from tests.tui.fake_source import FakeSource
 from .helpers import (
     BASE,
     crumbs,
+    cursor_label,
     header,
     notifications,
     snapshot_of,
@@ -39,8 +40,9 @@ async def test_first_snapshot_is_shown_and_source_started() -> None:
         assert source.started
         assert "small" in header(app) and "pid 99" in header(app)
         assert "10 samples" in header(app)
-        # processes start expanded, frames collapsed
-        assert tree_labels(app) == ["small", "main"]
+        # the tree opens on the hottest path, the cursor on its leaf
+        assert tree_labels(app) == ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
+        assert cursor_label(app) == "leaf_a"
         assert "100.0%" in tree_line(app, 0)
         assert app.views.tree_view.has_focus and app.views.view_id == "tree"
         await pilot.press("1")
@@ -119,12 +121,15 @@ async def test_expand_collapse_keys_change_visible_rows() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         tree = app.views.tree_view
+        full = ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
+        await pilot.press("home")  # the user takes over: the hot path stays open
+        assert tree.cursor == 0 and tree_labels(app) == full
         await pilot.press("down")  # main
         assert tree.cursor == 1
-        await pilot.press("right")
+        await pilot.press("j", "left")  # work, collapse
         assert tree_labels(app) == ["small", "main", "work", "idle"]
-        await pilot.press("j", "l")  # work, expand
-        assert tree_labels(app) == ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
+        await pilot.press("l")  # expand work
+        assert tree_labels(app) == full
         await pilot.press("left")  # collapse work
         assert tree_labels(app) == ["small", "main", "work", "idle"]
         await pilot.press("h")  # work is collapsed: go to parent
@@ -140,6 +145,39 @@ async def test_expand_collapse_keys_change_visible_rows() -> None:
         await pilot.press("plus")  # collapse the process row
         assert tree_labels(app) == ["small"]
         assert "▶ small" in tree_line(app, 0)
+
+
+async def test_tree_follows_the_hot_path_until_the_user_takes_over() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.views.tree_view
+        assert cursor_label(app) == "leaf_a"
+        hotter_idle = [*BASE, (["main", "idle", "poll"], 20)]
+        source.push(snapshot_of(hotter_idle, seq=2))
+        await pilot.pause()
+        # the new hottest path is opened; the old one (opened for the user, not by
+        # the user) closes
+        assert tree_labels(app) == ["small", "main", "idle", "poll", "work"]
+        assert cursor_label(app) == "poll"
+        await pilot.press("up")  # idle: the user moved, the tree stops following
+        source.push(snapshot_of(BASE, seq=3))
+        await pilot.pause()
+        assert cursor_label(app) == "idle" and tree.following_hot is False
+        assert tree_labels(app) == ["small", "main", "work", "idle"]
+
+
+async def test_expanding_anything_stops_following_the_hot_path() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("h")  # leaf_a has no children: to its parent (a cursor move)
+        assert cursor_label(app) == "work"
+        app.views.tree_view.following_hot = True
+        await pilot.press("h")  # collapse work
+        source.push(snapshot_of([*BASE, (["main", "idle", "poll"], 20)], seq=2))
+        await pilot.pause()
+        assert cursor_label(app) == "work" and "poll" not in tree_labels(app)
 
 
 async def test_cursor_movement_keys() -> None:

@@ -40,12 +40,18 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
         text = diag_text(app)
         assert "no symbols (stripped, no debuglink)" in text and "5.4%" in text
         assert "install the -dbg package of libz" in text
-        assert "stack_traces" in text and "9,870 / 10,240" in text and "96%" in text
+        assert "ustacks0" in text and "9,870 / 10,240" in text and "96%" in text
         assert "stack_trace" in text and "1016" in text
         assert "failed stack reads: user EFAULT" in text
         assert "lost perf-buffer events" in text and "dropped samples" in text
-        assert "nearly full: stack_traces" in text
+        assert "nearly full: unwind_rows, ustacks0, ustacks1" in text
         assert "events" not in text.split("nearly full")[1].split("\n")[0]
+        for name in ("counts1", "wstacks_1", "calls", "blocked", "unwind_procs", "unwind_progs"):
+            assert f"{name} " in text, f"every map is listed: {name}"
+        assert "241,310 / 262,144" in text and "92%" in text, "the walker's rows fill up"
+        verdict = " ".join(text.split("Collection")[0].split())
+        assert "1 unwind table(s) did not fit" in verdict and "1 file(s) without CFI" in verdict
+        assert "tables that did not fit" in text and "mappings dropped" in text
         assert "bpftop CPU 1.8%" in text
 
 
@@ -220,8 +226,8 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("3")
-        assert "select a function" in app.views.callers_view.render_line(0).text
+        await pilot.press("3")  # the tree opened on the hottest leaf: its callers
+        assert app.views.callers_view.rows[0].node.label == "rotate_left"
         await pilot.press("2", "e", "up", "3")  # mix_round
         callers = app.views.callers_view
         labels = [row.node.label for row in callers.rows]
@@ -239,7 +245,7 @@ async def test_selection_follows_from_top_to_tree() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("1", "j", "j")  # strchr
+        await pilot.press("1", "j")  # strchr (mix_round has rotate_left's samples)
         await pilot.press("2")
         assert cursor_label(app) == "strchr"
         assert "parse_headers" in tree_labels(app)
@@ -251,15 +257,19 @@ async def test_threads_view_enter_shows_one_thread_and_a_all() -> None:
         await pilot.pause()
         await pilot.press("6")
         table = app.query_one("#threads", ThreadsView)
-        assert table.row_count == 3 and str(table.get_row_at(0)[1]) == "demo-worker-1"
-        assert str(table.get_row_at(0)[3]).strip() == "53.2%"
+        assert table.row_count == 3 and table.threads[0].name == "demo-worker-1"
+        assert (
+            "demo-worker-1" in table.row_line(0, 80).plain
+            and "53.2%" in table.row_line(0, 80).plain
+        )
+        assert table.scrollbars_enabled == (False, False), "no scrollbars, as README says"
         await pilot.press("j", "enter")
         assert source.threads == [4244] and app.thread == 4244
         assert "thread 4244" in header(app) and "switching" in header(app)
         source.push(replace(demo_snapshot(2), time_mode="cumulative, thread 4244"))
         await pilot.pause()
         assert "switching" not in header(app)
-        assert "bold reverse" in str(table.get_row_at(1)[0].style)
+        assert table.shown_tid == 4244 and table.threads[1].tid == 4244
         await pilot.press("a")
         assert source.threads == [4244, None] and app.thread is None
         await pilot.press("a")  # already all threads: nothing asked
@@ -277,3 +287,22 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
         assert not any("(inlined)" in line for line in lines if "rotate_left" not in line)
+
+
+async def test_top_counts_inline_frames_in_their_function_and_i_shows_them_as_rows() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("1")
+        rows = {fn.label: fn.self_count for fn in app.views.top_view.ordered}
+        assert "rotate_left" not in rows, "inlined into mix_round: its samples are mix_round's"
+        assert rows["mix_round"] == 4210 + 1175 + 180
+        assert app.views.top_view.ordered[0].label == "mix_round"
+        await pilot.press("i")
+        rows = {fn.label: fn.self_count for fn in app.views.top_view.ordered}
+        assert rows["rotate_left"] == 1175 and rows["mix_round"] == 4210 + 180
+        assert "inline rows" in crumbs(app)
+        await pilot.press("2", "e")  # the tree keeps the inline frame, marked, either way
+        assert any("rotate_left (inlined)" in tree_line(app, y) for y in range(40))
+        await pilot.press("i", "1")
+        assert "rotate_left" not in {fn.label for fn in app.views.top_view.ordered}

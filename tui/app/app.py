@@ -35,14 +35,15 @@ from bpftop.tui.formats.folded import write_folded
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.views import NodePath
-from bpftop.tui.model.viewstate import Derived, ViewState, derive_view
+from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
 from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.widgets.background import Background
 
-RATE_HISTORY = 60
+RATE_HISTORY = 600
+"""Ticks of rate kept: a minute's worth at intervals down to 0.1 s (the sparkline's)."""
 
 
 def default_export_name(now: datetime | None = None) -> str:
@@ -172,7 +173,7 @@ class BpftopApp(SourceApp):
             self.last_derived = found
         return self.last_derived
 
-    def _derive_done(self, tree: CallNode, wanted: tuple[bool, str, str], done: Derived) -> None:
+    def _derive_done(self, tree: CallNode, wanted: Wanted, done: Derived) -> None:
         """A derived view made on the worker: remember it and show it."""
         self.state.remember(tree, wanted, done)
         self.last_derived = done
@@ -285,6 +286,14 @@ class BpftopApp(SourceApp):
     def action_hide_frames(self, hide: str) -> None:
         shown = self.state.toggle_frames(hide)
         self.notify(f"showing {shown} frames", title="frames")
+        if self.shown is not None:
+            self.show(self.shown)
+
+    def action_toggle_inline(self) -> None:
+        """The Top table: inline frames as rows of their own, or in their function."""
+        rows = self.state.toggle_inline_rows()
+        what = "inline frames as their own rows" if rows else "self time by function (symbol)"
+        self.notify(what, title="top functions")
         if self.shown is not None:
             self.show(self.shown)
 

@@ -23,6 +23,20 @@ def _mib(n_bytes: int) -> str:
 SPARK = "▁▂▃▄▅▆▇█"
 
 
+SPARK_WINDOW_S = 60.0
+SPARK_CELLS = 12
+
+
+def minute_of(rates: Sequence[float], interval_s: float, cells: int = SPARK_CELLS) -> list[float]:
+    """The ticks of the last ``SPARK_WINDOW_S`` seconds averaged into at most
+    ``cells`` values, oldest first (each value: ``window / cells`` seconds)."""
+    ticks = max(1, round(SPARK_WINDOW_S / max(interval_s, 1e-3)))
+    per = max(1, -(-ticks // cells))  # ticks per cell, rounded up
+    recent = list(rates)[-ticks:]
+    groups = [recent[max(0, end - per) : end] for end in range(len(recent), 0, -per)]
+    return [sum(group) / len(group) for group in reversed(groups)][-cells:]
+
+
 def sparkline(values: Sequence[float], width: int = 20) -> str:
     """The last ``width`` values as block characters, scaled to their maximum."""
     shown = list(values)[-width:]
@@ -48,7 +62,7 @@ def header_text(
         return text
     _append_process(text, snapshot)
     text.append("\n")
-    _append_counts(text, snapshot, paused, rates, status)
+    _append_counts(text, snapshot, paused, minute_of(rates, interval_s), status)
     text.append("\nprobe ")
     _append_probes(text, snapshot)
     stats = snapshot.stats
@@ -64,7 +78,9 @@ def header_text(
 def _append_counts(
     text: Text, snapshot: Snapshot, paused: bool, rates: Sequence[float], status: str
 ) -> None:
-    """The second line: phase, samples (or time) and their rate, what was lost."""
+    """The second line: phase, samples (or time) and their rate (``rates``: the
+    last minute, ``SPARK_CELLS`` values), what was lost: perf-buffer events,
+    dropped samples (when any), failed stack reads (by kind, when any)."""
     if paused:
         text.append(" PAUSED ", "bold reverse yellow")
         text.append(" ")
@@ -79,11 +95,16 @@ def _append_counts(
     if not saved:
         text.append(f"{stats.samples_per_s:,.1f}/s ")
         if rates:
-            text.append(sparkline(rates, 12), "green")
+            text.append(sparkline(rates, SPARK_CELLS), "green")
         text.append("  ")
     text.append(f"lost {stats.lost_events:,}", "bold red" if stats.lost_events else "")
+    if stats.dropped_samples:
+        text.append(f"  dropped {stats.dropped_samples:,}", "bold red")
     failed = stats.failed_stacks
     text.append(f"  failed {failed:,}", "bold red" if failed else "")
+    if failed:
+        kinds = sorted(stats.stack_errors, key=lambda kind: -kind[1])
+        text.append(" (" + ", ".join(f"{kind} {n:,}" for kind, n in kinds) + ")", "red")
     if stats.early_samples and not saved:
         text.append(f"  {stats.early_samples:,} early (perf_event)", "yellow")
     if status:

@@ -40,6 +40,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("N", "jump(-1)", "Prev match", show=False),
     Binding("f", "toggle_filter", "Filter"),
     Binding("L", "toggle_lines", "Lines", show=False),
+    Binding("i", "toggle_inline", "Inline rows", show=False),
     Binding("b", "toggle_baseline", "Baseline"),
     Binding("K", "hide_frames('kernel')", "User only", show=False),
     Binding("U", "hide_frames('user')", "Kernel only", show=False),
@@ -113,6 +114,11 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     ),
     KeyHelp(
         "toggle_lines", "show `file:line` beside function names (DWARF, resolved only while shown)"
+    ),
+    KeyHelp(
+        "toggle_inline",
+        "top functions: inline frames as their own rows (again: their time counts for "
+        "the function they were inlined into, as in `perf top`)",
     ),
     KeyHelp("hide_frames", "user frames only, kernel frames only (again: all frames)"),
     KeyHelp("all_threads", "all threads again"),

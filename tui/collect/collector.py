@@ -265,7 +265,7 @@ class Collector:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
-            if self._process.exited() and not any(map(_alive, self._targets[1:])):
+            if self._process.exited() and not any(map(psutil.pid_exists, self._targets[1:])):
                 tick()  # what came in while the last tick was absorbed (it can be slow)
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
@@ -386,13 +386,10 @@ class Collector:
             weight_unit=self._probes.unit,
             probe_events=self._probes.active.events,
             probe_message=self._probe_message,
+            unwind=self._sampler.unwind_state() if live else None,
         )
         self.last = snap
         self._on_snapshot(snap)
-
-
-def _alive(pid: int) -> bool:
-    return psutil.pid_exists(pid)
 
 
 def _next_deadline(deadline: float, interval_s: float, now: float) -> float:

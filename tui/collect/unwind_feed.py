@@ -95,7 +95,9 @@ class UnwindFeed:
         if unwinder is None or not ranges:
             return
         for key, table in list(self._tables.items()):
-            if table is not None and not unwinder.has_table(key):
+            if table is None:
+                unwinder.note_without_cfi(key)
+            elif not unwinder.has_table(key):
                 self.tables_loaded += unwinder.add_table(key, table.packed) is not None
         mappings = [CodeMapping(c.start, c.end, c.bias, c.key) for c in ranges]
         unwinder.set_process(self.pid, mappings)

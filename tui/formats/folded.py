@@ -1,7 +1,8 @@
 """Folded stacks: the one-line-per-stack text format flame-graph tools read.
 
 A line is ``process;outermost;...;leaf COUNT``. Kernel frames carry a
-``_[k]`` suffix (the convention of BCC's ``profile -a``). Labels are
+``_[k]`` suffix (the convention of BCC's ``profile -a``), inline frames an
+``_[i]`` suffix (as flamegraph.pl's ``stackcollapse-perf.pl --inline``). Labels are
 sanitized so every line written parses back: ``;`` becomes ``:`` and line
 breaks become spaces.
 """
@@ -16,6 +17,7 @@ from bpftop.tui.formats.atomic import write_output
 from bpftop.tui.model.snapshot import CallNode
 
 KERNEL_SUFFIX = "_[k]"
+INLINE_SUFFIX = "_[i]"
 
 _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 
@@ -23,7 +25,9 @@ _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 def folded_label(node: CallNode) -> str:
     """The frame as it appears between semicolons."""
     label = node.label.translate(_SANITIZE) or "[unknown]"
-    return label + KERNEL_SUFFIX if node.kernel else label
+    if node.kernel:
+        return label + KERNEL_SUFFIX
+    return label + INLINE_SUFFIX if node.inlined else label
 
 
 def folded_lines(tree: CallNode) -> Iterator[str]:

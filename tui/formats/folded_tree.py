@@ -18,10 +18,10 @@ from operator import itemgetter
 
 import numpy as np
 
-from bpftop.tui.formats.folded import KERNEL_SUFFIX
+from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX
 from bpftop.tui.formats.saved import CUT_FRAME, MAX_FRAMES
 from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
-from bpftop.tui.model.store import Ids, LiveNode, NodeKey, TreeStore
+from bpftop.tui.model.store import INLINED, Ids, LiveNode, NodeKey, TreeStore
 
 _LINE = re.compile(r"^[^\S\n]*(\S[^\n]*) (\d+)[^\S\n]*$", re.MULTILINE)
 _NONBLANK = re.compile(r"^[^\S\n]*\S", re.MULTILINE)
@@ -109,6 +109,10 @@ def folded_tree(found: list[tuple[str, str]]) -> LiveNode:
     paths = path_matrix(cells, lengths)
     merged = merge_paths(paths, counts)
     flags = first_of_function(paths, merged, 2)
+    inline = np.array([text.endswith(INLINE_SUFFIX) for text in texts], np.bool_)
+    if inline.any():  # a node is inline when the text it was first seen as is (``_[i]``)
+        first_text = path_matrix(text_ids, lengths)[merged.row, merged.column]
+        flags |= np.where((merged.depth >= 2) & inline[first_text], INLINED, 0).astype(np.uint8)
     return merged_root(merged, flags, store.keys, store.key_ids)
 
 
@@ -128,4 +132,6 @@ def _text_ids(stacks: list[str], cells: int) -> tuple[Ids, list[str]]:
 def _frame_key(text: str) -> NodeKey:
     if text.endswith(KERNEL_SUFFIX) and len(text) > _K:
         return (text[:-_K], "", True)
+    if text.endswith(INLINE_SUFFIX) and len(text) > _K:
+        return (text[:-_K], "", False)
     return (text, "", False)

@@ -2,7 +2,8 @@
 
 Folded text carries no metadata and no modules: a line is
 ``group;outermost;...;leaf COUNT`` (``tui.formats.folded`` defines it), so a
-read-back frame knows its label and whether it is a kernel frame (``_[k]``).
+read-back frame knows its label and whether it is a kernel frame (``_[k]``)
+or an inline frame (``_[i]``).
 ``diff_lines`` writes the two-count lines flamegraph.pl's difference graphs
 read: ``stack BASE_COUNT NEW_COUNT``.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bpftop.tui.formats.folded import KERNEL_SUFFIX
+from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX
 from bpftop.tui.formats.folded_tree import parse_folded
 from bpftop.tui.formats.saved import (
     ProfileMeta,
@@ -27,7 +28,9 @@ _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 def frame_text(frame: SavedFrame) -> str:
     """The frame between semicolons, as ``folded.folded_label`` spells a node."""
     label = frame.name.translate(_SANITIZE) or "[unknown]"
-    return label + KERNEL_SUFFIX if frame.kernel else label
+    if frame.kernel:
+        return label + KERNEL_SUFFIX
+    return label + INLINE_SUFFIX if frame.inlined else label
 
 
 def stack_text(stack: SavedStack) -> str:
@@ -47,8 +50,9 @@ class _Frames(dict[str, SavedFrame]):
 
     def __missing__(self, text: str) -> SavedFrame:
         kernel = text.endswith(KERNEL_SUFFIX) and len(text) > len(KERNEL_SUFFIX)
-        frame = self[text] = SavedFrame(text[: -len(KERNEL_SUFFIX)] if kernel else text,
-                                        kernel=kernel)  # fmt: skip
+        inlined = not kernel and text.endswith(INLINE_SUFFIX) and len(text) > len(INLINE_SUFFIX)
+        name = text[: -len(KERNEL_SUFFIX)] if kernel or inlined else text
+        frame = self[text] = SavedFrame(name, kernel=kernel, inlined=inlined)
         return frame
 
 

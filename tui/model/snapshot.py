@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from bpftop.bpf.raw import MapUsage
+from bpftop.bpf.unwinder import UnwindState
 
 __all__ = [
     "CallNode",
@@ -20,6 +21,7 @@ __all__ = [
     "Snapshot",
     "ThreadShare",
     "UnknownShare",
+    "UnwindState",
 ]
 
 
@@ -247,3 +249,4 @@ class Snapshot:
     weight_unit: str = ""  # "": counts are samples/hits; "ns": time (uretprobe, offcpu)
     probe_events: int = 0  # hits of a weighted probe (calls, blocks), beside its time
     probe_message: str = ""  # the last probe switch: done, or why it was rejected
+    unwind: UnwindState | None = None  # the .eh_frame walker's tables (None: no walker)

@@ -3,8 +3,10 @@
 One implementation of each, on the tree's arrays (a ``LiveTree``):
 ``filter_tree`` keeps the stacks with a matching frame, ``keep_frames``
 drops the user or the kernel frames, ``hot_from_tree`` is the function
-table of a derived tree, ``hottest_path_of`` finds where a function is
-hottest, and ``leads_to_match`` tells a search which subtrees to visit.
+table of a derived tree (inline frames as rows; ``hot_by_symbol`` groups
+them into the function they were inlined into, as perf top does),
+``hottest_path_of`` finds where a function is hottest, and
+``leads_to_match`` tells a search which subtrees to visit.
 The callers of a function are in ``callers``; paths and search in
 ``tree_paths``. ``sort_hot`` and ``trend`` order and mark the function
 table's rows.
@@ -28,7 +30,15 @@ import numpy.typing as npt
 
 from bpftop.tui.model.path_tree import array_tree, merge_paths, merged_root, sources_from
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.store import FIRST_OF_FUNCTION, ROOT, Counts, LiveNode, LiveTree, NodeKey
+from bpftop.tui.model.store import (
+    FIRST_OF_FUNCTION,
+    INLINED,
+    ROOT,
+    Counts,
+    LiveNode,
+    LiveTree,
+    NodeKey,
+)
 
 NodePath = tuple[NodeKey, ...]
 """The sibling keys from a tree's top down to one of its nodes."""
@@ -122,19 +132,82 @@ def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
     """The function table of a (derived) tree: self from every frame node,
-    total from each function's outermost node on a path (a sample counted once)."""
+    total from each function's outermost node on a path (a sample counted once).
+    Inline frames are rows of their own (see ``hot_by_symbol`` for perf's grouping)."""
     live = array_tree(tree)
     keys = len(live.keys)
-    sources: dict[int, str] = {}
-    for node, source in list(live.sources.items()):
-        if node < live.size:
-            sources.setdefault(int(live.key_id[node]), source)
     frames = live.depth >= 2
     own = np.bincount(live.key_id[frames], live.self_count[frames], keys).astype(np.int64)
     first = frames & ((live.flags & FIRST_OF_FUNCTION) != 0)
     total = np.bincount(live.key_id[first], live.total[first], keys).astype(np.int64)
+    return _hot_rows(live, own, total, limit)
+
+
+def has_inlined(tree: CallNode) -> bool:
+    """Whether any frame of the tree is an inline frame (else both groupings agree)."""
+    live = array_tree(tree)
+    return bool((live.flags & INLINED).any())
+
+
+def hot_by_symbol(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
+    """The function table grouped as ``perf top`` groups it: by the symbol the
+    code belongs to. An inline frame's samples count for the function it was
+    inlined into (its nearest frame above that is not inlined), and inline
+    frames get no rows of their own; an inline frame with no such frame above
+    it (right under its process) stands for itself."""
+    live = array_tree(tree)
+    keys = len(live.keys)
+    inlined = (live.flags & INLINED) != 0
+    owner = np.arange(live.size, dtype=np.int64)
+    inner = np.flatnonzero(inlined & (live.depth >= 3))  # depth 2: under its process
+    for _ in range(int(live.depth.max(initial=0))):  # one pass per level of nesting
+        above = owner[live.parent[inner]]
+        if np.array_equal(above, owner[inner]):
+            break
+        owner[inner] = above
+    frames = live.depth >= 2
+    own = np.bincount(live.key_id[owner[frames]], live.self_count[frames], keys).astype(np.int64)
+    symbol = frames & (owner == np.arange(live.size))
+    first = symbol & ((live.flags & FIRST_OF_FUNCTION) != 0)
+    first |= _outermost_symbols(live, symbol & ~first, inlined)
+    total = np.bincount(live.key_id[first], live.total[first], keys).astype(np.int64)
+    return _hot_rows(live, own, total, limit)
+
+
+def _outermost_symbols(live: LiveTree, candidates: Mask, inlined: Mask) -> Mask:
+    """Of ``candidates`` (symbol nodes whose function is above them too), those
+    whose function is above them only as inline frames: they count its total.
+    Only functions that are somewhere inline are walked (rare)."""
+    found = np.zeros(live.size, np.bool_)
+    if not candidates.any():
+        return found
+    inline_keys = np.unique(live.key_id[inlined])
+    candidates = candidates & np.isin(live.key_id, inline_keys)
+    parent, key_id = live.parent, live.key_id
+    for node in np.flatnonzero(candidates).tolist():
+        key, up = key_id[node], int(parent[node])
+        while up != ROOT and not (key_id[up] == key and not inlined[up]):
+            up = int(parent[up])
+        found[node] = up == ROOT
+    return found
+
+
+def _hot_rows(
+    live: LiveTree, own: Counts, total: Counts, limit: int | None
+) -> tuple[HotFunction, ...]:
+    """Rows for the keys with a total, hottest self first (then total, then name)."""
+    sources: dict[int, str] = {}
+    for node, source in list(live.sources.items()):
+        if node < live.size:
+            sources.setdefault(int(live.key_id[node]), source)
+    keys = np.flatnonzero(total > 0)
+    if limit is not None and limit < len(keys):  # numpy ranks; Python sorts the few kept
+        order = np.lexsort((-total[keys], -own[keys]))
+        last = order[limit - 1]
+        tied = (own[keys][order] == own[keys][last]) & (total[keys][order] == total[keys][last])
+        keys = keys[order[: max(limit, int(np.flatnonzero(tied)[-1]) + 1)]]
     rows = []
-    for key in np.flatnonzero(total > 0).tolist():
+    for key in keys.tolist():
         label, module, kernel = live.keys[key]
         rows.append(
             HotFunction(label, module, kernel, int(own[key]), int(total[key]), sources.get(key, ""))

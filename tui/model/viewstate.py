@@ -2,7 +2,8 @@
 
 ``ViewState`` holds the selected function, the zoom stack (paths into the
 call tree, shared by the tree and the flame graph), the search regex with
-its filter switch, the kernel/user frame filter and the diff baseline;
+its filter switch, the kernel/user frame filter, how the function table
+groups inline frames and the diff baseline;
 ``derive`` turns a snapshot's tree into what the views show. It caches the
 derived values per tree, so switching views or pressing keys costs nothing
 when no new snapshot arrived. No Textual here.
@@ -17,7 +18,15 @@ from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.model.tree_paths import chain_to, compile_search, node_at
-from bpftop.tui.model.views import Match, NodePath, filter_tree, hot_from_tree, keep_frames
+from bpftop.tui.model.views import (
+    Match,
+    NodePath,
+    filter_tree,
+    has_inlined,
+    hot_by_symbol,
+    hot_from_tree,
+    keep_frames,
+)
 
 FRAME_FILTERS: dict[str, Match | None] = {
     "all": None,
@@ -25,6 +34,8 @@ FRAME_FILTERS: dict[str, Match | None] = {
     "kernel": lambda node: node.kernel,
 }
 """Which frames the views show: ``K`` hides kernel frames (user only), ``U`` user ones."""
+Wanted = tuple[bool, str, str, bool]
+"""What a derived view depends on besides the snapshot (``ViewState.wanted``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +47,23 @@ class Derived:
 
 
 def derive_view(
-    tree: CallNode, hot: tuple[HotFunction, ...], frames: str, match: Match | None
+    tree: CallNode,
+    hot: tuple[HotFunction, ...],
+    frames: str,
+    match: Match | None,
+    inline_rows: bool = False,
 ) -> Derived:
     """What the views show: ``frames`` kept (see FRAME_FILTERS), then only the
-    stacks ``match`` finds. Pure, so it may run on a worker thread."""
+    stacks ``match`` finds. ``hot`` is the snapshot's table (inline frames as
+    rows); unless ``inline_rows``, the table groups inline frames into the
+    function they were inlined into (``hot_by_symbol``). Pure, so it may run
+    on a worker thread."""
     keep = FRAME_FILTERS[frames]
     shown = keep_frames(tree, keep) if keep is not None else tree
     if match is not None:
         shown = filter_tree(shown, match) or CallNode(tree.label)
+    if not inline_rows and has_inlined(shown):
+        return Derived(shown, hot_by_symbol(shown, 500))
     return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
 
 
@@ -59,7 +79,8 @@ class ViewState:
         self.filtering = False
         self.baseline: Baseline | None = None
         self.frames = "all"
-        self._cache: tuple[CallNode, tuple[bool, str, str], Derived] | None = None
+        self.inline_rows = False  # the function table: inline frames as rows of their own
+        self._cache: tuple[CallNode, Wanted, Derived] | None = None
 
     # -- zoom -----------------------------------------------------------------
     @property
@@ -116,10 +137,15 @@ class ViewState:
         self.frames = "all" if self.frames == wanted else wanted
         return self.frames
 
+    def toggle_inline_rows(self) -> bool:
+        """Inline frames as rows of the function table, or in their function; the new state."""
+        self.inline_rows = not self.inline_rows
+        return self.inline_rows
+
     @property
-    def wanted(self) -> tuple[bool, str, str]:
+    def wanted(self) -> Wanted:
         """What a derived view depends on besides the snapshot."""
-        return (self.filtering, self.pattern, self.frames)
+        return (self.filtering, self.pattern, self.frames, self.inline_rows)
 
     @property
     def plain(self) -> bool:
@@ -133,12 +159,12 @@ class ViewState:
             return cached[2]
         return None
 
-    def remember(self, tree: CallNode, wanted: tuple[bool, str, str], derived: Derived) -> None:
+    def remember(self, tree: CallNode, wanted: Wanted, derived: Derived) -> None:
         self._cache = (tree, wanted, derived)
 
-    def derive_job(self) -> tuple[str, Match | None]:
+    def derive_job(self) -> tuple[str, Match | None, bool]:
         """The arguments of :func:`derive_view` for the current choices."""
-        return self.frames, self.match if self.filtering else None
+        return self.frames, self.match if self.filtering else None, self.inline_rows
 
     def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""

@@ -29,6 +29,7 @@ class CallersView(CallTreeView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.open_depth = 3
+        self.following_hot = False  # its rows are the selection's callers: nothing to follow
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
         self._builds: Background[Built] | None = None

@@ -4,6 +4,10 @@ Only visible rows exist: the model's immutable ``CallNode`` tree is
 flattened along expanded nodes into a row list, and ``render_line`` draws
 the rows in view. Expansion state and the cursor are keyed by node path
 (the sibling keys from the top), so both survive every new snapshot.
+
+The tree opens on the hottest path, expanded, and follows it (re-opened on
+each new snapshot, the cursor on its hottest leaf) until the user moves the
+cursor, expands or collapses anything, zooms, or selects from another view.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ class CallTreeView(RowsView):
         self.match: Match | None = None
         self.show_lines = False
         self.open_depth = 1
+        self.following_hot = True
+        """Re-open the hottest path on every new tree, until the user takes over."""
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
 
@@ -94,6 +100,7 @@ class CallTreeView(RowsView):
 
     def cursor_moved(self) -> None:
         self._cursor_path = self._rows[self._cursor].path
+        self.following_hot = False  # only a user (or a search jump) moves the cursor
 
     @property
     def cursor_path(self) -> NodePath | None:
@@ -122,6 +129,11 @@ class CallTreeView(RowsView):
             found = None if zoom is None else hottest_path_of(zoom, key)
             if found is not None:
                 self._open_to(self._root_path + found)
+        elif self.following_hot:
+            self._expanded.clear()  # only the last hot path was opened: the user opened nothing
+            zoom = node_at(tree, self._root_path)
+            if zoom is not None and zoom.children:
+                self._cursor_path = self._open_hot_path(zoom, self._root_path)
         self._rebuild()
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
@@ -138,6 +150,7 @@ class CallTreeView(RowsView):
         """Expand the ancestors of ``path`` and select it."""
         if path[: len(self._root_path)] != self._root_path:
             return False
+        self.following_hot = False
         self._open_to(path)
         self._rebuild()
         return self._cursor_path == path
@@ -151,6 +164,7 @@ class CallTreeView(RowsView):
         """Select the hottest occurrence of a function (another view's selection)
         in the tree ``set_tree`` shows next: one rebuild, not two."""
         self._follow = key
+        self.following_hot = False
 
     def set_placeholder(self, text: str) -> None:
         if text != self.placeholder:
@@ -203,12 +217,14 @@ class CallTreeView(RowsView):
         return self._rows[self._cursor] if self._rows else None
 
     def action_expand(self) -> None:
+        self.following_hot = False
         row = self._current()
         if row is not None and row.node.has_children and not row.expanded:
             self._expanded[row.path] = True
             self._rebuild()
 
     def action_collapse(self) -> None:
+        self.following_hot = False
         row = self._current()
         if row is None:
             return
@@ -219,11 +235,13 @@ class CallTreeView(RowsView):
             self.select_path(row.path[:-1])
 
     def action_activate(self) -> None:
+        self.following_hot = False
         row = self._current()
         if row is not None:
             self.post_message(self.Activated(self, row.path, row.node))
 
     def action_toggle_node(self) -> None:
+        self.following_hot = False
         row = self._current()
         if row is not None and row.node.has_children and row.path != self._root_path:
             self._expanded[row.path] = not row.expanded
@@ -231,17 +249,23 @@ class CallTreeView(RowsView):
 
     def action_expand_hot_path(self) -> None:
         """Expand from the selected node (or the top) along the hottest children."""
+        self.following_hot = False
         row = self._current()
         node, path = (row.node, row.path) if row is not None else (self._tree, ())
-        if row is None and node.children:
+        self._cursor_path = self._open_hot_path(node, path)
+        self._rebuild()
+
+    def _open_hot_path(self, node: CallNode, path: NodePath) -> NodePath:
+        """Expand ``node`` (at ``path``) and its hottest child, and theirs, down
+        to a leaf; the leaf's path. The synthetic root is never a row."""
+        if not path and node.children:
             node = node.children[0]
             path = (node.key,)
         while node.children:
             self._expanded[path] = True
             node = node.children[0]
             path = (*path, node.key)
-        self._cursor_path = path
-        self._rebuild()
+        return path
 
     # -- rendering ------------------------------------------------------------
     def row_line(self, index: int, width: int) -> Line:

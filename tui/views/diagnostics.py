@@ -1,9 +1,11 @@
 """The Diagnostics view: can the numbers on the other views be trusted?
 
 Shows, from one snapshot: lost / dropped / failed-stack counters, why frames
-are unknown (share of samples, with a hint), bpftop's own BPF maps (type,
-entries used vs. max, key/value sizes), what profiling costs, and bpftop's
-own internal errors with the log that holds their tracebacks.
+are unknown (share of samples, with a hint), every BPF map of ours (type,
+entries used vs. max, key/value sizes), the .eh_frame walker's state (tables
+loaded, rows used, and what it could not take), what profiling costs, and
+bpftop's own internal errors with the log that holds their tracebacks. The
+verdict line weighs all of them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 
 from bpftop.bpf.crash_log import log_path, logged_errors
-from bpftop.tui.model.snapshot import MapUsage, Snapshot
+from bpftop.tui.model.snapshot import MapUsage, Snapshot, UnwindState
 from bpftop.tui.widgets.lines_view import CachedLinesView
 
 FULL_MAP = 0.9  # a map this full may start dropping entries
@@ -41,9 +43,46 @@ def verdict(snapshot: Snapshot) -> Text:
     full = [m.name for m in snapshot.maps if _fill(m) >= FULL_MAP]
     if full:
         problems.append("nearly full: " + ", ".join(full))
+    problems += unwind_problems(snapshot.unwind)
     if not problems:
         return Text("✔ nothing lost, every frame named: the numbers can be trusted", "bold green")
     return Text("⚠ " + "; ".join(problems), "bold yellow")
+
+
+def unwind_problems(unwind: UnwindState | None) -> list[str]:
+    """What the walker could not take: stacks through those files are cut short."""
+    if unwind is None:
+        return []
+    found = []
+    if unwind.tables_refused:
+        found.append(f"{unwind.tables_refused:,} unwind table(s) did not fit")
+    if unwind.mappings_dropped:
+        found.append(f"{unwind.mappings_dropped:,} mapping(s) past the walker's 256 per process")
+    if unwind.files_without_cfi:
+        found.append(f"{unwind.files_without_cfi:,} file(s) without CFI (frame pointers only)")
+    return found
+
+
+def unwind_table(unwind: UnwindState | None) -> Table:
+    """The .eh_frame walker: its tables and what it could not take."""
+    table = Table(title="Unwinder (.eh_frame walker)", title_justify="left", box=None)
+    table.add_column("state")
+    table.add_column("value", justify="right")
+    if unwind is None:
+        table.add_row("walker", "not loaded (frame pointers only)")
+        return table
+    table.add_row("mode", unwind.mode)
+    table.add_row("tables loaded", f"{unwind.tables_loaded:,}")
+    for what, used, most in (
+        ("rows used / max", unwind.rows_used, unwind.rows_max),
+        ("index used / max", unwind.index_used, unwind.index_max),
+    ):
+        full = most > 0 and used / most >= FULL_MAP
+        table.add_row(what, Text(f"{used:,} / {most:,}", "bold red" if full else ""))
+    table.add_row("tables that did not fit", _bad(unwind.tables_refused))
+    table.add_row("mappings dropped (past 256 per process)", _bad(unwind.mappings_dropped))
+    table.add_row("files without CFI", _bad(unwind.files_without_cfi))
+    return table
 
 
 def counters_table(snapshot: Snapshot) -> Table:
@@ -116,6 +155,8 @@ def diagnostics(snapshot: Snapshot | None) -> RenderableType:
         Text(""),
         maps_table(snapshot.maps),
         Text(""),
+        unwind_table(snapshot.unwind),
+        Text(""),
         overhead_text(snapshot),
         *errors_text(),
     )
@@ -132,8 +173,9 @@ def errors_text() -> tuple[Text, ...]:
 
 
 def _preallocated(m: MapUsage) -> bool:
-    """Array maps always hold max_entries entries: "full" means nothing there."""
-    return m.kind.endswith("array")
+    """Array maps always hold max_entries entries: "full" means nothing there
+    (except the walker's rows and index, whose written slots are counted)."""
+    return m.kind.endswith("array") and not m.slots_used
 
 
 def _fill(m: MapUsage) -> float:

@@ -43,7 +43,7 @@ def breadcrumb_text(
     """``1 Top  2 Tree ...  │ all › proc › main  │ /regex/ filter``."""
     text = Text(no_wrap=True, overflow="ellipsis")
     busy = bool(state.zoom or state.pattern or show_lines or state.baseline)
-    busy = busy or state.frames != "all"
+    busy = busy or state.frames != "all" or state.inline_rows
     for n, name in enumerate(names):
         if n == current:
             text.append(f" {n + 1} {name} ", "bold reverse")
@@ -66,6 +66,9 @@ def breadcrumb_text(
     if state.frames != "all":
         text.append("  │ ", "dim")
         text.append(f"{state.frames} frames only", "bold cyan")
+    if state.inline_rows:
+        text.append("  │ ", "dim")
+        text.append("inline rows", "bold green")
     if show_lines:
         text.append("  │ file:line", "dim")
     return text

@@ -1,31 +1,44 @@
 """The Threads view: each thread's share of the samples; Enter shows one thread.
 
-Choosing a thread asks the source to build the following snapshots from that
-thread alone (every view follows); ``a`` goes back to all threads.
+A Line-API list (``RowsView``), like the Top view: no scrollbar; when the
+threads do not fit, the bottom border says which rows are shown. Choosing a
+thread asks the source to build the following snapshots from that thread
+alone (every view follows); ``a`` goes back to all threads.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
+from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import DataTable
 
 from bpftop.tui.model.snapshot import ThreadShare
+from bpftop.tui.widgets.line import Line
+from bpftop.tui.widgets.rows_view import RowsView
 
 BAR_WIDTH = 30
+COLUMNS = (("tid", 8), ("name", 20), ("samples", 10), ("share", 7))
+BAR_STYLE = Style(color="green")
+SHOWN_STYLE = Style(bold=True, reverse=True)
 
 
-class ThreadsView(DataTable[Text]):
+class ThreadsView(RowsView):
     """One row per thread, hottest first; the shown thread is marked."""
 
+    header_lines = 1
+    header_component = "threads--header"
+
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("j", "cursor_down", "Down", show=False),
         Binding("enter", "choose", "Show thread"),
     ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"threads--header"}
+
+    DEFAULT_CSS = """
+    ThreadsView > .threads--header { color: $text-accent; text-style: bold; background: $panel; }
+    """
 
     class Chosen(Message):
         """Enter on a thread."""
@@ -35,36 +48,66 @@ class ThreadsView(DataTable[Text]):
             self.tid = tid
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
-        self._shown: tuple[tuple[ThreadShare, ...], int | None] | None = None
+        super().__init__(id=id)
+        self._threads: tuple[ThreadShare, ...] = ()
+        self._shown_tid: int | None = None
+        self._total = 1
 
-    def on_mount(self) -> None:
-        for title, width in (("tid", 8), ("name", 20), ("samples", 10), ("share", 7)):
-            self.add_column(title, width=width, key=title)
-        self.add_column("", width=BAR_WIDTH, key="bar")
+    @property
+    def threads(self) -> tuple[ThreadShare, ...]:
+        """The rows, hottest first."""
+        return self._threads
+
+    @property
+    def shown_tid(self) -> int | None:
+        """The thread every view shows (None: all threads)."""
+        return self._shown_tid
+
+    @property
+    def row_count(self) -> int:
+        return len(self._threads)
 
     def update_threads(self, threads: tuple[ThreadShare, ...], shown: int | None) -> None:
-        if self._shown == (threads, shown):
+        if (threads, shown) == (self._threads, self._shown_tid):
             return
-        self._shown = (threads, shown)
-        row = self.cursor_row
-        self.clear()
-        total = max(1, sum(t.samples for t in threads))
-        for t in threads:
-            share = t.samples / total
-            style = "bold reverse" if t.tid == shown else ""
-            self.add_row(
-                Text(str(t.tid), style, justify="right"),
-                Text(t.name or "?", style),
-                Text(f"{t.samples:,}", justify="right"),
-                Text(f"{100 * share:5.1f}%", justify="right"),
-                Text("█" * max(1, round(BAR_WIDTH * share)) if t.samples else "", "green"),
-                key=str(t.tid),
-            )
-        if self.row_count:
-            self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+        selected = self._threads[self._cursor].tid if self._threads else None
+        self._threads, self._shown_tid = threads, shown
+        self._total = max(1, sum(t.samples for t in threads))
+        at = next((i for i, t in enumerate(threads) if t.tid == selected), self._cursor)
+        self._cursor = max(0, min(at, len(threads) - 1))
+        self.rows_changed()
+
+    def header_line(self, line: int, width: int) -> Line:
+        return self._cells([Line().add(title) for title, _ in COLUMNS])
+
+    def row_line(self, index: int, width: int) -> Line:
+        t = self._threads[index]
+        share = t.samples / self._total
+        marked = SHOWN_STYLE if t.tid == self._shown_tid else None
+        bar = "█" * max(1, round(BAR_WIDTH * share)) if t.samples else ""
+        return self._cells(
+            [
+                Line().add(str(t.tid), marked),
+                Line().add(t.name or "?", marked),
+                Line().add(f"{t.samples:,}"),
+                Line().add(f"{100 * share:5.1f}%"),
+                Line().add(bar, BAR_STYLE),
+            ]
+        )
+
+    def _cells(self, cells: list[Line]) -> Line:
+        """Cells in their columns: tid, samples and share right-aligned, the bar last."""
+        line = Line()
+        for i, cell in enumerate(cells):
+            width = COLUMNS[i][1] if i < len(COLUMNS) else BAR_WIDTH
+            line.add(" ")
+            if i in (0, 2, 3) and cell.cells < width:
+                line.add(" " * (width - cell.cells))
+            line.extend(cell.cut(width))
+            if i not in (0, 2, 3) and cell.cells < width:
+                line.add(" " * (width - cell.cells))
+        return line
 
     def action_choose(self) -> None:
-        if self.row_count:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-            self.post_message(self.Chosen(int(str(key))))
+        if self._threads:
+            self.post_message(self.Chosen(self._threads[self._cursor].tid))

@@ -1,0 +1,33 @@
+"""The header's second line: the rate's sparkline covers the last minute, and
+what was lost is spelled out (dropped samples, failed stack reads by kind)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bpftop.tui.app.header import SPARK_CELLS, header_text, minute_of, sparkline
+from tests.tui.demo_fixture import demo_snapshot
+
+
+def test_the_sparkline_covers_the_last_minute_of_ticks() -> None:
+    busy_then_idle = [100.0] * 30 + [0.0] * 30  # a minute at 1 s ticks
+    cells = minute_of(busy_then_idle, 1.0)
+    assert len(cells) == SPARK_CELLS and cells[0] == 100.0 and cells[-1] == 0.0
+    line = sparkline(cells, SPARK_CELLS)
+    assert line[:6] == "█" * 6 and line[6:] == " " * 6, "the busy first half is still shown"
+    assert minute_of([1.0] * 500 + [5.0] * 120, 0.5) == [5.0] * SPARK_CELLS, "120 ticks of 0.5 s"
+    assert minute_of([3.0, 6.0], 1.0) == [4.5], "two ticks so far: one cell (5 s each)"
+    text = header_text(demo_snapshot(), False, 1.0, busy_then_idle).plain
+    assert "██████      " in text
+
+
+def test_dropped_samples_and_failed_reads_by_kind_are_in_the_header() -> None:
+    snap = demo_snapshot()
+    text = header_text(snap, False, 1.0).plain
+    assert "failed 19 (user EFAULT 17, kernel EFAULT 2)" in text
+    assert "dropped" not in text, "only when there are some"
+    dropped = replace(snap, stats=replace(snap.stats, dropped_samples=1234))
+    assert "lost 0  dropped 1,234  failed 19" in header_text(dropped, False, 1.0).plain
+    clean = replace(snap, stats=replace(snap.stats, stack_errors=()))
+    assert "failed 0" in header_text(clean, False, 1.0).plain
+    assert "(" not in header_text(clean, False, 1.0).plain.split("failed 0")[1][:3]
