@@ -24,10 +24,15 @@ _SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
 
 def folded_label(node: CallNode) -> str:
     """The frame as it appears between semicolons."""
-    label = node.label.translate(_SANITIZE) or "[unknown]"
-    if node.kernel:
+    return frame_label(node.label, node.kernel, node.inlined)
+
+
+def frame_label(label: str, kernel: bool, inlined: bool) -> str:
+    """A frame's text between semicolons: sanitized, ``_[k]`` kernel, ``_[i]`` inlined."""
+    label = label.translate(_SANITIZE) or "[unknown]"
+    if kernel:
         return label + KERNEL_SUFFIX
-    return label + INLINE_SUFFIX if node.inlined else label
+    return label + INLINE_SUFFIX if inlined else label
 
 
 def folded_lines(tree: CallNode) -> Iterator[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX
+from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX, frame_label
 from bpftop.tui.formats.folded_tree import parse_folded
 from bpftop.tui.formats.saved import (
     ProfileMeta,
@@ -22,20 +22,15 @@ from bpftop.tui.formats.saved import (
     cap_depth,
 )
 
-_SANITIZE = str.maketrans({";": ":", "\n": " ", "\r": " ", "\t": " "})
-
 
 def frame_text(frame: SavedFrame) -> str:
     """The frame between semicolons, as ``folded.folded_label`` spells a node."""
-    label = frame.name.translate(_SANITIZE) or "[unknown]"
-    if frame.kernel:
-        return label + KERNEL_SUFFIX
-    return label + INLINE_SUFFIX if frame.inlined else label
+    return frame_label(frame.name, frame.kernel, frame.inlined)
 
 
 def stack_text(stack: SavedStack) -> str:
     """``group;outermost;...;leaf`` without the count."""
-    group = stack.thread.translate(_SANITIZE) or "[unknown]"
+    group = frame_label(stack.thread, kernel=False, inlined=False)
     return ";".join([group, *map(frame_text, stack.frames)])
 
 
