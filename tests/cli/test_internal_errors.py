@@ -16,6 +16,7 @@ from bpftop.bpf import crash_log
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import RawTick
+from bpftop.tui.cli import live as cli_live
 from bpftop.tui.cli import main as cli_main
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.probe_complete import ProbeCompleter
@@ -35,7 +36,7 @@ def test_an_internal_error_names_its_log_and_the_log_has_the_traceback(
     def buggy(args: object) -> int:
         raise ZeroDivisionError("injected")
 
-    monkeypatch.setattr(cli_main, "run_live", buggy)
+    monkeypatch.setattr(cli_live, "run_live", buggy)  # main imports it when it runs
     assert cli_main.main(["-p", "1"]) == 70
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("bpftop: internal error: ZeroDivisionError('injected')")
@@ -60,7 +61,8 @@ def test_the_cli_line_stays_one_line_when_the_log_cannot_be_written(
 ) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": "/proc/no-such-dir"}
     code = (
-        "import bpftop.tui.cli.main as m; m.run_live = lambda a: 1 / 0; "
+        "import bpftop.tui.cli.main as m, bpftop.tui.cli.live as v; "
+        "v.run_live = lambda a: 1 / 0; "
         "raise SystemExit(m.main(['-p', '1']))"
     )
     result = subprocess.run(

@@ -20,7 +20,6 @@ from bpftop.tui.cli.session import (
     make_collector,
     on_signals,
 )
-from bpftop.tui.collect.targets import refuse_kernel_threads
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -29,7 +28,6 @@ def run_live(args: argparse.Namespace) -> int:
     if sampler is None:
         return 0
     keep_stderr()
-    refuse_kernel_threads(args.pids or ())
     from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.probe_complete import ProbeCompleter

@@ -19,6 +19,7 @@ from bpftop.bpf.crash_log import install_thread_hook, log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.early_start import open_early
+from bpftop.tui.collect.targets import refuse_kernel_threads
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         live_parser, record_parser = build_parsers()
         parser, argv_rest = (record_parser, args[1:]) if recording else (live_parser, args)
         parsed = settle(parser.parse_args(argv_rest))
+        refuse_kernel_threads(parsed.pids or ())
         # Samples start now; the collector and its imports (numpy, ...) come after.
         parsed.early_perf = open_early(parsed)
         try:

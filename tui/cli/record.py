@@ -25,7 +25,6 @@ from bpftop.tui.cli.session import (
     on_signals,
 )
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.collect.targets import refuse_kernel_threads
 from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -38,7 +37,6 @@ def run_record(args: argparse.Namespace) -> int:
     if sampler is None:
         return 0
     keep_stderr()
-    refuse_kernel_threads(args.pids or ())
     collector = make_collector(args, sampler, interval_s=1.0)
     tune_gc()
     errors: list[BpftopError] = []
