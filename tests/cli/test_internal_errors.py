@@ -66,7 +66,12 @@ def test_the_cli_line_stays_one_line_when_the_log_cannot_be_written(
         "raise SystemExit(m.main(['-p', '1']))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
     )
     assert result.returncode == 70
     (line,) = result.stderr.strip().splitlines()
