@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bpftop.bpf import crash_log
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "build" / "workloads"
 BPFTOP = Path(sys.executable).parent / "bpftop"
@@ -49,3 +51,10 @@ def collecting(pid: int) -> bool:
         return sampling(pid) and len(list(Path(f"/proc/{pid}/task").iterdir())) >= 3
     except OSError:
         return False
+
+
+@pytest.fixture(autouse=True)
+def _fresh_crash_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no internal errors logged in this process (the
+    Diagnostics view lists them, so one test's errors would show in another's)."""
+    monkeypatch.setattr(crash_log, "_written", [])

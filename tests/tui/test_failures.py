@@ -107,6 +107,7 @@ def test_the_live_view_exits_non_zero_after_a_crash(
     monkeypatch.setattr(live, "make_collector", lambda *args: Stopped())
     monkeypatch.setattr(live, "on_signals", lambda handler: None)
     monkeypatch.setattr(live, "tune_gc", lambda: None)
+    monkeypatch.setattr(live, "keep_stderr", lambda: None)  # would bypass capsys
     monkeypatch.setattr(app_module, "BpftopApp", CrashedApp)
     monkeypatch.setattr(terminal, "terminal_driver", no_terminal)
     args = argparse.Namespace(pids=[1], interval=1.0, launched=None)
