@@ -52,8 +52,11 @@ def _chain_report(stacks: Counter[tuple[str, ...]]) -> tuple[float, dict[str, fl
 
 
 def _user_functions(stack: tuple[str, ...]) -> tuple[str, ...]:
-    """The stack without kernel frames and the workload's inline spin helper."""
-    return tuple(f for f in stack if not f.endswith("_[k]") and f != "spin_cycles")
+    """The stack without kernel frames and the workload's inline spin helper
+    (folded marks it inlined: ``spin_cycles_[i]``)."""
+    return tuple(
+        f for f in stack if not f.endswith("_[k]") and f.removesuffix("_[i]") != "spin_cycles"
+    )
 
 
 def test_omit_frame_pointer_build_has_full_chains_and_fp_build_shares(
