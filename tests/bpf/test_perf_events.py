@@ -98,7 +98,7 @@ def test_every_process_or_none(chain) -> None:
 
 def test_a_full_ring_counts_what_it_lost(chain) -> None:
     # The smallest ring and no drains for a while: the kernel must drop records and say so.
-    with PerfSampler(999, all_processes=True, ring_pages=16) as perf:
+    with PerfSampler(999, all_processes=True, ring_pages=2) as perf:
         perf.open()
         perf.enable()
         time.sleep(1.0)
@@ -153,6 +153,6 @@ def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Pa
         target.wait()
     assert len(samples) >= 100
     walked = [q for _, q in made].count(EARLY_WALKED)
-    assert walked >= 0.95 * len(samples), [q for _, q in made][:5]
-    assert sum("main" in n for n in names) >= 0.95 * len(samples)
+    assert walked >= 0.9 * len(samples), [q for _, q in made][:5]
+    assert sum("main" in n for n in names) >= 0.9 * len(samples)
     assert sum("main" in n for n in fp_names) < 0.5 * len(samples), "the chain alone would not"

@@ -133,6 +133,8 @@ class Collector:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._close_sampler()
+        if self._loading is not None:  # a compile still running closes what it loaded:
+            self._loading.wait()  # wait, so nothing of BCC's is left for its exit hooks
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
