@@ -96,17 +96,28 @@ def test_every_process_or_none(chain) -> None:
     assert nobody == ()
 
 
+def spin(seconds: float) -> None:
+    """Keep this CPU busy, so every sample period has a sample to record."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        pass
+
+
 def test_a_full_ring_counts_what_it_lost(chain) -> None:
-    # The smallest ring and no drains for a while: the kernel must drop records and say so.
-    with PerfSampler(999, all_processes=True, ring_pages=2) as perf:
+    # A ring with room for one record and no drain while this process spins: the
+    # kernel drops records. It reports them in the ring, before the first record it
+    # can write after a drain made room, so the count arrives with the second drain.
+    with PerfSampler(999, all_processes=True, ring_pages=8) as perf:
         perf.open()
         perf.enable()
-        time.sleep(1.0)
-        drained = perf.drain()
+        spin(0.5)
+        first = perf.drain()
+        spin(0.3)
+        second = perf.drain()
         perf.close()
         assert not perf.opened
-    assert drained.lost > 0
-    assert drained.samples, "what fitted is still read"
+    assert first.lost + second.lost > 0
+    assert first.samples, "what fitted is still read"
 
 
 def test_copies_beyond_the_budget_are_dropped_and_counted(chain) -> None:
