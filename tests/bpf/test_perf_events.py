@@ -146,6 +146,9 @@ def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Pa
     # or two, the user-space .eh_frame walk of the copied stack reaches main.
     target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
     try:
+        exe = workloads / "chain_nofp"
+        while Path(f"/proc/{target.pid}/exe").resolve() != exe.resolve():
+            time.sleep(0.01)  # still the forked test process: its maps are not the workload's
         stacks = EarlyStacks([])
         stacks.tables.build_missing(target.pid)  # as the builder thread would, but now
         with PerfSampler(99, targets=[target.pid]) as perf:
