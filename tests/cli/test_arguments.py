@@ -76,9 +76,16 @@ def test_a_long_interval_says_the_most(capsys: pytest.CaptureFixture[str], gone_
     one_line(capsys, 2, ["-p", str(gone_pid), "-i", "1e308"], "1e308 s is too long (at most 60 s)")
 
 
-def test_an_interval_of_a_minute_is_fine() -> None:
+def test_a_short_interval_says_the_least(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:
+    one_line(
+        capsys, 2, ["-p", str(gone_pid), "-i", "0.0001"], "0.0001 s is too short (at least 0.1 s)"
+    )
+
+
+def test_intervals_of_a_tenth_to_a_minute_are_fine() -> None:
     live, _ = cli_args.build_parsers()
     assert live.parse_args(["-p", "1", "-i", "60"]).interval == 60.0
+    assert live.parse_args(["-p", "1", "-i", "0.1"]).interval == 0.1
 
 
 def test_an_empty_probe_spec_is_an_error(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:

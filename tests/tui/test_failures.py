@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf import crash_log
+from bpftop.bpf.errors import UsageError
 from bpftop.tui.app import app as app_module
 from bpftop.tui.app import terminal
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.cli import live
+from bpftop.tui.cli import live, tty
 
 from .helpers import SIZE, demo_app, notifications
 
@@ -110,9 +111,19 @@ def test_the_live_view_exits_non_zero_after_a_crash(
     monkeypatch.setattr(live, "keep_stderr", lambda: None)  # would bypass capsys
     monkeypatch.setattr(app_module, "BpftopApp", CrashedApp)
     monkeypatch.setattr(terminal, "terminal_driver", no_terminal)
+    monkeypatch.setattr(tty, "has_terminal", lambda: True)
     args = argparse.Namespace(pids=[1], interval=1.0, launched=None)
     assert live.run_live(args) == 70
     assert capsys.readouterr().err.strip() == f"bpftop: {CrashedApp.crash}"
+
+
+def test_the_live_view_refuses_to_run_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytest's stdin is not a terminal; the collector must not even be made.
+    monkeypatch.setattr(live, "check", lambda args: object())
+    monkeypatch.setattr(live, "make_collector", lambda *args: pytest.fail("collector made"))
+    with pytest.raises(UsageError, match="this view needs a terminal") as refused:
+        live.run_live(argparse.Namespace(pids=[1], interval=1.0, launched=None))
+    assert "bpftop record" in str(refused.value)
 
 
 def test_the_crash_attribute_starts_empty() -> None:

@@ -101,3 +101,12 @@ def test_view_and_diff_reject_bad_files_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and "cannot be read back" in done.stderr
     usage = run_bpftop("view")
     assert usage.returncode == 2 and "FILE" in usage.stderr
+
+
+def test_view_without_a_terminal_is_refused_at_once(tmp_path: Path) -> None:
+    # capture_output: stdout is a pipe. Textual would spin there until killed.
+    done = run_bpftop("view", str(saved_file(tmp_path, "folded")))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "bpftop: this view needs a terminal (stdin or stdout is not one) (run it in a terminal)"
+    )

@@ -23,6 +23,7 @@ from bpftop.tui.formats.kinds import FORMATS
 VERSION = "0.1.0"
 DEFAULT_HZ = 99
 MAX_INTERVAL_S = 60.0
+MIN_INTERVAL_S = 0.1  # faster ticks only spin the collector; the screen cannot follow
 PID_MAX_FILE = Path("/proc/sys/kernel/pid_max")
 PID_MAX_LIMIT = 4_194_304
 """The kernel's own ceiling for pid_max (when the file cannot be read)."""
@@ -54,8 +55,9 @@ def pid_arg(text: str) -> int:
     return value
 
 
-def seconds_arg(most_s: float | None) -> Callable[[str], float]:
-    """A type for a duration: a finite number of seconds > 0 (and <= ``most_s``)."""
+def seconds_arg(most_s: float | None, least_s: float = 0.0) -> Callable[[str], float]:
+    """A type for a duration: a finite number of seconds > 0, >= ``least_s`` and
+    <= ``most_s``."""
 
     def seconds(text: str) -> float:
         try:
@@ -64,6 +66,8 @@ def seconds_arg(most_s: float | None) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
         if not math.isfinite(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"{text} s: give a finite number of seconds > 0")
+        if value < least_s:
+            raise argparse.ArgumentTypeError(f"{text} s is too short (at least {least_s:g} s)")
         if most_s is not None and value > most_s:
             raise argparse.ArgumentTypeError(f"{text} s is too long (at most {most_s:g} s)")
         return value
@@ -162,10 +166,10 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     live.add_argument(
         "-i",
         "--interval",
-        type=seconds_arg(MAX_INTERVAL_S),
+        type=seconds_arg(MAX_INTERVAL_S, MIN_INTERVAL_S),
         default=1.0,
         metavar="SECONDS",
-        help=f"refresh interval (default 1, at most {MAX_INTERVAL_S:g})",
+        help=f"refresh interval (default 1, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g})",
     )
     live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
     record = Parser(

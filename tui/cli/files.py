@@ -24,6 +24,7 @@ from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
+from bpftop.tui.cli.tty import require_terminal
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import (
@@ -190,6 +191,9 @@ def diff(args: argparse.Namespace) -> int:
 
 
 def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
+    require_terminal(
+        "run it in a terminal" if base is None else "without one: bpftop diff --folded BASE NEW"
+    )
     from bpftop.tui.app.app import BpftopApp
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.static_source import StaticSource

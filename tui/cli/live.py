@@ -20,6 +20,7 @@ from bpftop.tui.cli.session import (
     make_collector,
     on_signals,
 )
+from bpftop.tui.cli.tty import require_terminal
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -27,6 +28,7 @@ def run_live(args: argparse.Namespace) -> int:
     sampler = check(args)
     if sampler is None:
         return 0
+    require_terminal("without one, record: bpftop record -p PID -d SECONDS -o FILE")
     keep_stderr()
     from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
     from bpftop.tui.app.terminal import terminal_driver
