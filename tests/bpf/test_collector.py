@@ -133,3 +133,20 @@ def test_unknown_frames_counted_by_reason_with_a_hint(workloads: Path, tmp_path:
         watched.collector.stop()
         target.kill()
         target.wait()
+
+
+def test_headless_ticks_carry_no_tree_and_the_last_snapshot_has_everything(demo) -> None:
+    # record reads only the snapshot posted as collection ends: the ticks before
+    # skip the tree's copies, and the last one counts every sample.
+    collector = Collector(demo.pid, CpuSampler(199), interval_s=0.3)
+    collector.headless = True
+    watched = Watched(collector)
+    try:
+        ticking = watched.wait(lambda s: s.stats.total_samples > 50, 30)
+        assert ticking.tree.total_count == 0 and ticking.hot == ()
+    finally:
+        collector.stop()
+    last = collector.last
+    assert last is not None and last is watched.snapshots[-1]
+    assert last.tree.total_count == last.stats.total_samples > 50
+    assert "mix_round" in labels(last)

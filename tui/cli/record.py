@@ -38,6 +38,7 @@ def run_record(args: argparse.Namespace) -> int:
         return 0
     keep_stderr()
     collector = make_collector(args, sampler, interval_s=1.0)
+    collector.headless = True  # the file is written from the last snapshot only
     tune_gc()
     errors: list[BpftopError] = []
     done = threading.Event()

@@ -5,13 +5,10 @@ immutable :class:`Snapshot` values it posts. For CPU sampling, perf_event
 samples (:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles
 on a helper thread, and BPF takes over per CPU without gap or overlap; if BPF
 cannot load, perf_event sampling goes on and every snapshot says why. The
-app's requests (reset, time mode, one thread, source lines) wake the thread
-early and are applied between ticks (a late tick is skipped, not queued), and
-on what was collected after the target exits. ``switch_probe`` changes the
-probe live (attach/detach, no compile); every probe used keeps its own profile
-(:mod:`bpftop.tui.collect.probe_profiles`). Each distinct stack is symbolized
-once (:mod:`bpftop.tui.collect.stacks`).
-"""
+app's requests (reset, time mode, thread, source lines, probe switch: see
+:mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied
+between ticks, also after the target exited. Each distinct stack is
+symbolized once (:mod:`bpftop.tui.collect.stacks`)."""
 
 from __future__ import annotations
 
@@ -52,6 +49,7 @@ from bpftop.tui.collect.targets import (
     resume,
 )
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
+from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
 
@@ -73,14 +71,12 @@ class Collector:
         early: PerfSampler | None = None,
         early_sampling: bool = True,
     ) -> None:
-        """``offsets``: name frames ``function+0xOFF`` (one node per address,
-        as perf's sym+off); ``mangled``: as the symbol table spells them.
-        ``pid`` is the main target (the header's), ``extra_pids`` more (-p -p);
-        ``system_wide``: every process (-a, ``pid`` 0); ``launched``: a command
-        held before its first instruction (``targets.launch_held``), let go
-        once the probes are attached; ``early``: perf_event sampling of these targets
-        already running (the CLI starts it first), taken over; ``early_sampling``
-        False: no perf_event samples, BPF's only (--no-early)."""
+        """``offsets``: frames named ``function+0xOFF`` (perf's sym+off); ``mangled``:
+        as the symbol table spells them. ``pid``: the main target (the header's),
+        ``extra_pids`` more (-p -p); ``system_wide``: every process (-a, ``pid`` 0);
+        ``launched``: a command held before its first instruction, let go once
+        probes are attached; ``early``: perf_event sampling the CLI started, taken
+        over; ``early_sampling`` False: BPF's samples only (--no-early)."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -102,8 +98,8 @@ class Collector:
         self._seq = 0
         self._stop = threading.Event()
         self._wake = threading.Event()  # a request arrived, or stop
-        # Asked for by the app (the L key); a plain bool, read between ticks.
-        self.source_lines = False
+        self.source_lines = False  # asked for by the app (the L key), read between ticks
+        self.headless = False  # record: only the last snapshot's tree and table are read
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -370,7 +366,8 @@ class Collector:
         self._seq += 1
         live = self._bpf_ready
         profile = self._profile
-        current = profile.current
+        final = self._stop.is_set() or phase is Phase.EXITED
+        current = profile.current if final or not self.headless else _UNREAD  # no copies
         snap = Snapshot(
             seq=self._seq,
             phase=phase,
@@ -392,6 +389,9 @@ class Collector:
         )
         self.last = snap
         self._on_snapshot(snap)
+
+
+_UNREAD = Profile()  # the empty tree and table of headless ticks
 
 
 def _next_deadline(deadline: float, interval_s: float, now: float) -> float:
