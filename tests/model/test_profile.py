@@ -211,6 +211,32 @@ def test_counts_nobody_reads_are_applied_before_they_pile_up() -> None:
     for _ in range(MAX_PENDING // 100 * 3):
         for stack in stacks:
             p.add("app", stack, 1)
-    assert len(p._pending_rows) < MAX_PENDING
+    assert len(p._pending) < MAX_PENDING
     assert p.total_samples == MAX_PENDING // 100 * 300
     assert walk(p.tree(), "app", "main", "f7").total_count == MAX_PENDING // 100 * 3
+
+
+def test_stacks_placed_together_make_the_tree_they_make_one_by_one() -> None:
+    # New stacks are inserted into the store as one batch at the next read: shared
+    # prefixes, recursion (a function counted once per stack) and a stack that
+    # arrives twice under two tuples must come out as if read after every add.
+    import random
+
+    rng = random.Random(5)
+    names = [u(f"f{i}") for i in range(12)] + [u("g", "/lib/libg.so")]
+    stacks = [
+        tuple([u("main")] + [rng.choice(names) for _ in range(rng.randint(0, 9))])
+        for _ in range(300)
+    ]
+    stacks += [tuple(s) for s in stacks[:20]]  # equal stacks, other tuples
+    together, alone = Profile(), Profile()
+    for n, stack in enumerate(stacks):
+        together.add(f"app{n % 2}", stack, 1 + n % 3)
+        alone.add(f"app{n % 2}", stack, 1 + n % 3)
+        alone.tree()
+    assert sorted(folded_lines(together.tree())) == sorted(folded_lines(alone.tree()))
+    assert together.hot_functions() == alone.hot_functions()
+    together.remove("app0", stacks[0], 1_000)  # at most what it has: all of its samples
+    alone.remove("app0", stacks[0], 1_000)
+    assert sorted(folded_lines(together.tree())) == sorted(folded_lines(alone.tree()))
+    assert together.hot_functions() == alone.hot_functions()

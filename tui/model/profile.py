@@ -2,8 +2,9 @@
 
 ``Profile.add`` remembers each distinct stack once as the array of its node
 ids (and of the functions it counts) and otherwise only buffers
-``(stack, count)``; the buffered counts are applied together, vectorized, when
-the profile is next read. ``tree()`` then freezes the counts into a
+``(stack, count)``; the stacks new since the last read are inserted into the
+store together, level by level, and the buffered counts applied together,
+vectorized, when the profile is next read. ``tree()`` then freezes the counts into a
 ``LiveTree`` (three array copies; nodes are made only when a view asks for
 them) and ``hot_functions()`` ranks the per-function counters. Both are cached
 until the counts change.
@@ -17,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.child_index import slots_of
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.stack_table import StackTable
 from bpftop.tui.model.store import (
@@ -27,6 +30,7 @@ from bpftop.tui.model.store import (
     ROOT,
     UNRESOLVED,
     Counts,
+    Ids,
     LiveTree,
     NodeKey,
     TreeStore,
@@ -37,6 +41,8 @@ MAX_MEMO = 65_536
 """Distinct stacks remembered (more than the collector caches)."""
 MAX_PENDING = 100_000
 """Counts buffered before they are applied even if nobody reads the profile."""
+MAX_FRAME_KEYS = 500_000
+"""Frames whose key id and flags are remembered (by object; the symbolizer shares them)."""
 
 
 class _Stack:
@@ -44,11 +50,11 @@ class _Stack:
 
     __slots__ = ("count", "frames", "process", "row")
 
-    def __init__(self, process: str, frames: tuple[Frame, ...], row: int, count: int) -> None:
+    def __init__(self, process: str, frames: tuple[Frame, ...]) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
-        self.row = row
-        self.count = count  # samples of it in the profile, pending ones included
+        self.row = -1  # until it is placed in the store
+        self.count = 0  # samples of it in the profile, pending ones included
 
 
 def frame_key(frame: Frame) -> NodeKey:
@@ -82,8 +88,10 @@ class Profile:
         self.store = store
         self._stacks: dict[int, _Stack] = {}
         self._table = StackTable()
-        self._pending_rows: list[int] = []  # stack rows with counts not yet applied,
-        self._pending_counts: list[int] = []  # and those counts (a row may repeat)
+        self._unplaced: list[_Stack] = []  # remembered, not in the store yet
+        self._frame_keys: dict[int, tuple[Frame, int]] = {}  # id -> frame, _packed_key
+        self._pending: list[_Stack] = []  # stacks with counts not yet applied,
+        self._pending_counts: list[int] = []  # and those counts (a stack may repeat)
         self._self: Counts = np.zeros(0, np.int64)
         self._total: Counts = np.zeros(0, np.int64)
         self._fn_self: Counts = np.zeros(0, np.int64)
@@ -121,6 +129,8 @@ class Profile:
         at most as many as there are. Nodes and functions left with no samples
         disappear from the tree and the table."""
         stack = self._stack(process, frames)
+        if stack.row < 0:
+            self._place()  # its count starts from its leaf's
         count = min(count, stack.count)
         if count > 0:
             self._buffer(stack, -count)
@@ -136,54 +146,99 @@ class Profile:
 
     def _buffer(self, stack: _Stack, count: int) -> None:
         stack.count += count
-        self._pending_rows.append(stack.row)
+        self._pending.append(stack)
         self._pending_counts.append(count)
         self._tree = None
         self._hot = None
-        if len(self._pending_rows) >= MAX_PENDING:
+        if len(self._pending) >= MAX_PENDING:
             self._flush()  # a profile nobody reads (the cumulative one, in window mode)
 
     def _remember(self, process: str, frames: tuple[Frame, ...]) -> _Stack:
-        """Insert a stack's path into the store (new nodes get their flags)."""
+        """A new stack, placed in the store with the others at the next flush."""
         if len(self._stacks) >= MAX_MEMO:
             self._flush()  # pending counts refer to remembered stacks
             self._stacks.clear()
             self._table = StackTable()
-        store = self.store
-        node = store.child(ROOT, store.key_of((process, "", False)))
-        nodes = [ROOT, node]
-        functions: dict[int, None] = {}
-        key = -1  # the leaf node's key id, once the loop is done
-        for frame in frames:
-            key = store.key_of(frame_key(frame))
-            flags = INLINED if frame.inlined else 0
-            if frame.function is None:
-                flags |= UNRESOLVED
-            if key not in functions:
-                flags |= FIRST_OF_FUNCTION
-                functions[key] = None
-            node = store.child(node, key, flags)
-            nodes.append(node)
-            if frame.file and node not in store.sources:
-                # Also an old node: it takes file:line once lines are turned on.
-                store.sources[node] = source = frame_source(frame)
-                self._fn_source.setdefault(key, source)
-        leaf = key
-        self._fit()
-        row = self._table.add(nodes, list(functions), leaf)
-        # Seen before under another tuple, or forgotten: its samples are the leaf's.
-        stack = _Stack(process, frames, row, int(self._self[node]))
-        self._stacks[id(frames)] = stack
+        stack = self._stacks[id(frames)] = _Stack(process, frames)
+        self._unplaced.append(stack)
         return stack
 
-    def _flush(self) -> None:
-        """Apply the buffered counts: one scatter-add per counter array."""
-        self._fit()
-        if not self._pending_rows:
+    def _place(self) -> None:
+        """Insert the paths of the stacks remembered since the last flush, all at
+        once: one store lookup per depth for all of them (new nodes get flags)."""
+        new, self._unplaced = self._unplaced, []
+        if not new:
             return
-        rows = np.array(self._pending_rows, np.int64)
+        store, known = self.store, self._frame_keys
+        if len(known) > MAX_FRAME_KEYS:
+            known.clear()
+        packed: list[int] = []  # key id << 8 | flags, each position of each stack
+        for stack in new:
+            packed.append(store.key_of((stack.process, "", False)) << 8)
+            for frame in stack.frames:
+                seen = known.get(id(frame))
+                if seen is None or seen[0] is not frame:
+                    seen = known[id(frame)] = (frame, _packed_key(store, frame))
+                packed.append(seen[1])
+        ids = np.array(packed, np.int64)
+        key_ids = (ids >> 8).astype(np.int32)
+        node_flags = (ids & _NODE_FLAGS).astype(np.uint8)
+        lengths = np.array([len(stack.frames) + 1 for stack in new], np.int64)
+        starts = np.cumsum(lengths) - lengths
+        # A frame whose function is not above it in its stack counts that function's total.
+        is_frame = np.ones(len(ids), np.bool_)
+        is_frame[starts] = False  # the process node
+        framed = np.flatnonzero(is_frame)
+        in_stack = np.repeat(np.arange(len(new), dtype=np.int64), lengths)
+        _, first = np.unique(slots_of(in_stack[framed], key_ids[framed]), return_index=True)
+        first_of_function = np.zeros(len(ids), np.bool_)
+        first_of_function[framed[first]] = True
+        node_flags[first_of_function] |= FIRST_OF_FUNCTION
+        nodes = self._paths(key_ids, node_flags, starts, lengths)
+        for position in np.flatnonzero(ids & _HAS_FILE).tolist():  # while file:line is shown
+            node = int(nodes[position])
+            if node not in store.sources:  # an old node takes file:line once lines are on
+                n = int(np.searchsorted(starts, position, side="right")) - 1
+                frame = new[n].frames[position - int(starts[n]) - 1]
+                store.sources[node] = source = frame_source(frame)
+                self._fn_source.setdefault(int(key_ids[position]), source)
+        self._fit()
+        leaves = nodes[starts + lengths - 1]
+        row = self._table.add(
+            np.insert(nodes, starts, ROOT), lengths + 1,
+            key_ids[first_of_function], np.add.reduceat(first_of_function, starts),
+            np.where(lengths > 1, key_ids[starts + lengths - 1], -1),
+        )  # fmt: skip
+        # Seen before under another tuple, or forgotten: its samples are the leaf's.
+        for n, (stack, prior) in enumerate(zip(new, self._self[leaves].tolist(), strict=True)):
+            stack.row = row + n
+            stack.count += prior
+
+    def _paths(
+        self, key_ids: Ids, flags: npt.NDArray[np.uint8], starts: Counts, lengths: Counts
+    ) -> Ids:
+        """The node of every position of stacks laid one after another (runs of
+        ``lengths`` from ``starts``, process first): depth by depth, each depth's
+        parents being the nodes found one depth up."""
+        nodes = np.empty(len(key_ids), np.int32)
+        longest_first = np.argsort(-lengths, kind="stable")
+        by_length, from_start = lengths[longest_first], starts[longest_first]
+        for depth in range(int(by_length[0])):
+            alive = int(np.searchsorted(-by_length, -depth, side="left"))  # longer than depth
+            at = from_start[:alive] + depth
+            parents = nodes[at - 1] if depth else np.full(alive, ROOT, np.int32)
+            nodes[at] = self.store.children(parents, key_ids[at], flags[at])
+        return nodes
+
+    def _flush(self) -> None:
+        """Place new stacks, then apply the buffered counts: one scatter-add per counter array."""
+        self._place()
+        self._fit()
+        if not self._pending:
+            return
+        rows = np.fromiter((stack.row for stack in self._pending), np.int64, len(self._pending))
         counts = np.array(self._pending_counts, np.int64)
-        self._pending_rows, self._pending_counts = [], []
+        self._pending, self._pending_counts = [], []
         to = self._table.gather(rows, counts)
         np.add.at(self._total, to.nodes, to.node_counts)
         np.add.at(self._self, to.leaves, counts)
@@ -260,6 +315,16 @@ class Profile:
             rows.append(HotFunction(label, module, kernel, own, total, sources.get(key, "")))
         rows.sort(key=_hot_order)
         return tuple(rows)
+
+
+_HAS_FILE = 0x80  # a frame with a file (file:line shown): not a node flag
+_NODE_FLAGS = INLINED | UNRESOLVED
+
+
+def _packed_key(store: TreeStore, frame: Frame) -> int:
+    """A frame's key id << 8 | its node flags (and _HAS_FILE)."""
+    bits = (INLINED if frame.inlined else 0) | (UNRESOLVED if frame.function is None else 0)
+    return store.key_of(frame_key(frame)) << 8 | bits | (_HAS_FILE if frame.file else 0)
 
 
 def _grown(counts: Counts, size: int) -> Counts:

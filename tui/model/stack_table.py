@@ -29,19 +29,28 @@ class StackTable:
         self._nodes = _Runs()
         self._functions = _Runs()
 
-    def add(self, nodes: list[int], functions: list[int], leaf_function: int) -> int:
-        """A stack's node ids (root first), its functions (each once), its leaf's
-        function (-1: none); returns its row."""
-        row = self.size
-        if row == len(self._rows):
-            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
-        self._rows[row] = (
-            self._nodes.append(nodes), len(nodes),
-            self._functions.append(functions), len(functions),
-            nodes[-1], leaf_function,
-        )  # fmt: skip
-        self.size = row + 1
-        return row
+    def add(
+        self, nodes: Ids, node_lengths: Counts, functions: Ids, function_lengths: Counts,
+        leaf_functions: Counts,
+    ) -> int:  # fmt: skip
+        """Stacks one after another: each one's node ids (root first, runs of
+        ``node_lengths``), its functions (each once, runs of ``function_lengths``)
+        and its leaf's function (-1: none); returns the first one's row."""
+        first, end = self.size, self.size + len(node_lengths)
+        if end > len(self._rows):
+            grown = np.zeros((max(end, 2 * len(self._rows)), 6), np.int64)
+            grown[:first] = self._rows[:first]
+            self._rows = grown
+        rows = self._rows[first:end]
+        rows[:, 0] = self._nodes.append(nodes) + np.cumsum(node_lengths) - node_lengths
+        rows[:, 1] = node_lengths
+        rows[:, 2] = self._functions.append(functions) + np.cumsum(function_lengths)
+        rows[:, 2] -= function_lengths
+        rows[:, 3] = function_lengths
+        rows[:, 4] = nodes[np.cumsum(node_lengths) - 1]
+        rows[:, 5] = leaf_functions
+        self.size = end
+        return first
 
     def gather(self, rows: Counts, counts: Counts) -> Gathered:
         """Where ``counts`` samples of each stack of ``rows`` go."""
@@ -75,8 +84,8 @@ class _Runs:
         self._ids: Ids = np.zeros(4096, np.int32)
         self.size = 0
 
-    def append(self, ids: list[int]) -> int:
-        """Store a run; returns where it starts."""
+    def append(self, ids: Ids) -> int:
+        """Store ids after the last; returns where they start."""
         start, end = self.size, self.size + len(ids)
         if end > len(self._ids):
             grown = np.zeros(max(end, 2 * len(self._ids)), np.int32)

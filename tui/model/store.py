@@ -21,6 +21,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from bpftop.tui.model.child_index import ChildIndex, slots_of
 from bpftop.tui.model.snapshot import CallNode
 
 NodeKey = tuple[str, str, bool]
@@ -41,16 +42,16 @@ FIRST_OF_FUNCTION = 4
 class TreeStore:
     """The nodes of a call tree: root (depth 0), processes (1), frames (2 and below).
 
-    ``child`` only appends to Python lists (a new stack of depth 40 makes ~36
-    nodes: numpy item writes were most of the collector's time at scale); the
-    columns are brought up to date, vectorized, when next read.
+    ``children`` finds or adds the children of a batch of nodes at once: the
+    columns are numpy arrays written once per row, and a node's child is found
+    through a hash index (:mod:`bpftop.tui.model.child_index`).
     """
 
     def __init__(self, root_label: str = "all") -> None:
         self.size = 1
         self.keys: list[NodeKey] = [(root_label, "", False)]
         self.key_ids: dict[NodeKey, int] = {self.keys[0]: 0}  # only ever added to
-        self._child: dict[int, int] = {}  # parent << 32 | key id -> node
+        self._index = ChildIndex()
         self.sources: dict[int, str] = {}  # node -> "file.c:123"; only ever added to
         self._capacity = 1024
         self._parent: Ids = np.zeros(self._capacity, np.int32)
@@ -61,13 +62,10 @@ class TreeStore:
         # thousands of children), where numpy's scalar indexing is 4x slower.
         self._next_sibling = array("i", [-1])
         self._flags: npt.NDArray[np.uint8] = np.zeros(self._capacity, np.uint8)
-        self._depths = array("h", [0])  # every node's depth, kept as nodes are made
-        self._synced = 1  # nodes below this are in the columns
-        self._new: list[tuple[int, int, int]] = []  # (parent, key id, flags) of the rest
 
     @property
     def capacity(self) -> int:
-        """Rows the columns have room for once brought up to date (>= size)."""
+        """Rows the columns have room for (>= size)."""
         return self._capacity
 
     def key_of(self, key: NodeKey) -> int:
@@ -78,35 +76,32 @@ class TreeStore:
             self.keys.append(key)
         return found
 
-    def child(self, parent: int, key_id: int, flags: int = 0) -> int:
-        """The child of ``parent`` with ``key_id``, added (with ``flags``) if new."""
-        slot = parent << 32 | key_id
-        node = self._child.get(slot)
-        if node is not None:
-            return node
-        node = self.size
-        self.size = node + 1
-        if self.size > self._capacity:
-            self._capacity *= 2
-        self._new.append((parent, key_id, flags))
-        self._depths.append(self._depths[parent] + 1)
-        self._child[slot] = node
-        return node
+    def children(self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8]) -> Ids:
+        """The child of each ``parents[i]`` with ``key_ids[i]``; the missing ones
+        are added (each once, with the ``flags`` of its first pair)."""
+        slots = slots_of(parents, key_ids)
+        found = self._index.find(slots)
+        missing = np.flatnonzero(found < 0)
+        if len(missing):
+            new, first, inverse = np.unique(slots[missing], return_index=True, return_inverse=True)
+            made = np.arange(self.size, self.size + len(new), dtype=np.int32)
+            rows = missing[first]
+            self._append(parents[rows], key_ids[rows], flags[rows])
+            self._index.add(new, made)
+            found[missing] = made[inverse.reshape(-1)]
+        return found
 
-    def sync(self) -> None:
-        """Write the nodes made since the last sync into the columns and link them."""
-        if not self._new:
-            return
-        if len(self._parent) < self._capacity:
+    def _append(self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8]) -> None:
+        """Write new rows after the last and link them under their parents."""
+        start, end = self.size, self.size + len(parents)
+        if end > self._capacity:
+            while end > self._capacity:
+                self._capacity *= 2
             self._grow(self._capacity)
-        start, end = self._synced, self.size
-        rows = np.array(self._new, np.int32).reshape(-1, 3)
-        self._new = []
-        parents = rows[:, 0]
         self._parent[start:end] = parents
-        self._key_id[start:end] = rows[:, 1]
-        self._flags[start:end] = rows[:, 2]
-        self._depth[start:end] = np.array(self._depths[start:end], np.int16)
+        self._key_id[start:end] = key_ids
+        self._flags[start:end] = flags
+        self._depth[start:end] = self._depth[parents] + 1
         # Each new node goes first among its parent's children, as if linked one
         # by one: its next sibling is the node made before it under the same
         # parent, or the parent's first child before this batch.
@@ -123,7 +118,7 @@ class TreeStore:
         linked = np.empty(len(order), np.int32)
         linked[order] = following
         self._next_sibling.frombytes(linked.tobytes())
-        self._synced = end
+        self.size = end
 
     def _grow(self, capacity: int) -> None:
         # New arrays: snapshots keep views of the old ones, which stay as they were.
@@ -138,32 +133,26 @@ class TreeStore:
 
     @property
     def parent(self) -> Ids:
-        self.sync()
         return self._parent
 
     @property
     def key_id(self) -> Ids:
-        self.sync()
         return self._key_id
 
     @property
     def depth(self) -> npt.NDArray[np.int16]:
-        self.sync()
         return self._depth
 
     @property
     def flags(self) -> npt.NDArray[np.uint8]:
-        self.sync()
         return self._flags
 
     @property
     def first_child(self) -> Ids:
-        self.sync()
         return self._first_child
 
     @property
     def next_sibling(self) -> array[int]:
-        self.sync()
         return self._next_sibling
 
     def levels(self) -> list[Ids]:

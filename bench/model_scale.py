@@ -1,0 +1,55 @@
+"""The model alone at scale: CPU and memory of ``Profile`` for many distinct deep stacks.
+
+Adds N distinct stacks (depth 31..59, random through 200 functions: the shape
+of tests/workloads/scale.c) in ticks of 900, reading the tree and the table
+after each tick as the live view does, and prints the nodes made, the CPU
+seconds and the Python heap (tracemalloc; --no-memory for CPU alone):
+
+    .venv/bin/python -m bench.model_scale            # 40,000 stacks
+    .venv/bin/python -m bench.model_scale --stacks 10000 --no-memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import tracemalloc
+
+from bpftop.symbols.frame import Frame
+from bpftop.tui.model.profile import Profile
+
+PER_TICK = 900
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--stacks", type=int, default=40_000)
+    parser.add_argument("--no-memory", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(1)
+    functions = [Frame(f"f{i}", "scale", 0) for i in range(200)]
+    main_frame = Frame("main", "scale", 0)
+    stacks = [
+        (main_frame, *(rng.choice(functions) for _ in range(rng.randint(30, 58))))
+        for _ in range(args.stacks)
+    ]
+    if not args.no_memory:
+        tracemalloc.start()
+    profile = Profile()
+    started = time.process_time()
+    for at in range(0, len(stacks), PER_TICK):
+        for stack in stacks[at : at + PER_TICK]:
+            profile.add("scale", stack, 1)
+        profile.tree()
+        profile.hot_functions(limit=500)
+    cpu_s = time.process_time() - started
+    line = f"{args.stacks} stacks, {profile.store.size:,} nodes: {cpu_s:.2f} CPU-s"
+    if not args.no_memory:
+        held, peak = tracemalloc.get_traced_memory()
+        line += f", heap {held / 2**20:.0f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
+    print(line)
+
+
+if __name__ == "__main__":
+    main()
