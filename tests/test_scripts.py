@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -78,3 +79,16 @@ def test_without_root_or_sudo_the_script_says_to_run_it_as_root(script: str, bin
     assert done.stdout == ""
     assert done.stderr.endswith(f"there is no sudo here: run {ROOT / 'scripts' / script} as root\n")
     assert done.stderr.count("\n") == 1
+
+
+def test_setup_run_again_has_nothing_to_do_and_costs_little() -> None:
+    """README: run again with nothing to do, set-up only checks (well under a CPU-second)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "setup.sh")], capture_output=True, text=True, timeout=300
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == "", "nothing installed, built or said"
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu_s < 1.0, f"{cpu_s:.2f} CPU-s"
