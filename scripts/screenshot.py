@@ -1,8 +1,10 @@
-"""Render the app on the demo fixture headless and save screenshots/*.svg.
+"""Render the screens of ``tests/tui/screens.py`` headless into screenshots/*.svg.
 
-``screenshots/bpftop.svg`` is the call tree; ``screenshots/bpftop-VIEW.svg``
-shows each view (or feature) with the keys in ``demo_fixture.VIEW_KEYS``, the
-same fixture and keys the SVG snapshot tests use.
+``screenshots/bpftop.svg`` is the call tree; ``screenshots/bpftop-NAME.svg``
+shows each screen with its keys pressed, the same screens and keys the SVG
+snapshot tests use. Most show the real recording of the demo workload
+(``scripts/record_demo.sh`` makes it) as ``bpftop view`` and ``bpftop diff``
+open it; Diagnostics, Threads and file:line show the synthetic demo fixture.
 """
 
 from __future__ import annotations
@@ -12,44 +14,27 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the fixture lives in tests/, beside this script's folder
+sys.path.insert(0, str(ROOT))  # the screens live in tests/, beside this script's folder
 
-from bpftop.tui.app.app import BpftopApp  # noqa: E402
-from tests.tui.demo_fixture import (  # noqa: E402
-    BASELINE_AFTER,
-    BASELINE_KEYS,
-    SCREEN_SIZE,
-    VIEW_KEYS,
-    demo_snapshot,
-)
-from tests.tui.fake_source import FakeSource  # noqa: E402
+from tests.tui.screens import SCREEN_SIZE, SCREENS, Screen, screen_app  # noqa: E402
 
 
-async def render(target: Path, keys: tuple[str, ...], after: tuple[str, ...] | None = None) -> None:
-    """Press ``keys``; with ``after``, then deliver the later snapshot and press those."""
-    source = FakeSource([demo_snapshot()])
-    app = BpftopApp(source, 1.0)
+async def render(target: Path, screen: Screen) -> None:
+    """Show ``screen``, press its keys, save the SVG."""
+    app = screen_app(screen)
     async with app.run_test(size=SCREEN_SIZE) as pilot:
         await pilot.pause()
-        await pilot.press(*keys)
-        if after is not None:
-            source.push(demo_snapshot(2, later=True))
-            await pilot.pause()
-            await pilot.press(*after)
+        await pilot.press(*screen.keys)
         await pilot.pause()
         app.save_screenshot(filename=target.name, path=str(target.parent))
 
 
 async def render_all(directory: Path) -> list[Path]:
     written = [directory / "bpftop.svg"]
-    await render(written[0], VIEW_KEYS["tree"])
-    for view, keys in VIEW_KEYS.items():
-        target = directory / f"bpftop-{view}.svg"
-        await render(target, keys)
-        written.append(target)
-    for screen, after in BASELINE_AFTER.items():
-        target = directory / f"bpftop-{screen}.svg"
-        await render(target, BASELINE_KEYS, after)
+    await render(written[0], SCREENS["tree"])
+    for name, screen in SCREENS.items():
+        target = directory / f"bpftop-{name}.svg"
+        await render(target, screen)
         written.append(target)
     return written
 

@@ -21,7 +21,14 @@ APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-ven
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 
 as_root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        say "error: installing Debian packages needs root and there is no sudo here: run $0 as root"
+        exit 1
+    fi
 }
 
 missing=()

@@ -21,7 +21,7 @@ def _bpf_unavailable() -> str:
     global _verdict
     if _verdict is None:
         if os.geteuid() != 0:
-            _verdict = "the eBPF tests need root (run: sudo ./scripts/test.sh)"
+            _verdict = "the eBPF tests need root (run ./scripts/test.sh as root or with sudo)"
         else:
             try:
                 with CpuSampler(99) as sampler:

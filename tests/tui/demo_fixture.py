@@ -1,13 +1,20 @@
-"""A deterministic, realistic profile for the screenshot and the SVG snapshot test.
+"""A deterministic profile with live facts, for the Pilot tests and the two
+screenshots a saved profile cannot show (Diagnostics, Threads).
 
-Process "demo" serving requests (serve -> handle_request -> hash_payload ->
-mix_round ...), a write() into the kernel, an unresolved library frame and a
-recursive function. Pure Python, no Textual.
+The process is the bundled demo workload (build/workloads/demo: threads "demo"
+and "compressor"); the stacks are made up around its functions (serve ->
+handle_request -> hash_payload -> mix_round ...) plus a write() into the
+kernel, an unresolved library frame, an inline frame and a recursive function.
+The live facts (threads, unknown-frame shares, maps, walker state, overhead)
+are synthetic numbers, but every reason and hint is made by the program's own
+code and every map name is one of its maps. Pure Python, no Textual.
 """
 
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.hints import Hints, hint
+from bpftop.tui.collect.stacks import unknown_shares
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import (
     CollectionStats,
@@ -17,13 +24,13 @@ from bpftop.tui.model.snapshot import (
     ProcessInfo,
     Snapshot,
     ThreadShare,
-    UnknownShare,
     UnwindState,
 )
 
 DEMO = "/opt/demo/bin/demo"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-LIBZ = "/usr/lib/x86_64-linux-gnu/libz.so.1"
+CODEC = "/opt/demo/lib/libcodec.so.1"
+"""A stripped library no Debian package owns (its hint: rebuild it without stripping)."""
 
 
 SOURCE_LINES = {
@@ -62,7 +69,7 @@ STACKS: tuple[tuple[tuple[Frame, ...], int], ...] = (
     ((*_REQ, _u("hash_payload"), _u("memcpy", LIBC)), 388),
     ((*_REQ, _u("parse_headers"), _u("strchr", LIBC)), 912),
     ((*_REQ, _u("parse_headers")), 301),
-    ((*_REQ, _u("compress_body"), Frame(None, LIBZ, 0x1A2B, reason=Unresolved.NO_SYMBOLS)), 522),
+    ((*_REQ, _u("compress_body"), Frame(None, CODEC, 0x1A2B, reason=Unresolved.NO_SYMBOLS)), 522),
     (
         (
             *_REQ,
@@ -114,10 +121,10 @@ def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING, later: bool = Fal
     process = ProcessInfo(
         pid=4242,
         name="demo",
-        cmdline="/opt/demo/bin/demo --port 8080 --workers 2 --config /etc/demo/demo.toml",
-        cpu_percent=197.5,
-        rss_bytes=48_234_496,
-        num_threads=3,
+        cmdline="build/workloads/demo 60",
+        cpu_percent=101.5,
+        rss_bytes=1_441_792,
+        num_threads=2,
         alive=phase is not Phase.EXITED,
     )
     return Snapshot(
@@ -136,14 +143,19 @@ def demo_snapshot(seq: int = 1, phase: Phase = Phase.SAMPLING, later: bool = Fal
     )
 
 
-THREADS = (
-    ThreadShare(4243, "demo-worker-1", 5_112),
-    ThreadShare(4244, "demo-worker-2", 4_213),
-    ThreadShare(4242, "demo", 283),
-)
-UNKNOWN = (
-    UnknownShare("no symbols (stripped, no debuglink)", 522, "install the -dbg package of libz"),
-    UnknownShare("stack could not be read", 17, "the thread's stack page was not resident"),
+THREADS = (ThreadShare(4242, "demo", 9_325), ThreadShare(4243, "compressor", 283))
+"""The demo workload's two threads (main's name is the process's)."""
+
+
+class _HintsNow(Hints):
+    """The program's hints, looked up at once (the fixture must not depend on a thread)."""
+
+    def hint(self, frame: Frame) -> str:
+        return hint(frame)
+
+
+UNKNOWN = unknown_shares(
+    {(Unresolved.NO_SYMBOLS, CODEC): 522, (Unresolved.STACK_UNREADABLE, ""): 17}, _HintsNow()
 )
 MAPS = (
     MapUsage("targets", "hash", 1, 64, 4, 1),
@@ -175,25 +187,6 @@ UNWIND = UnwindState(
 )  # fmt: skip
 """The walker nearly full: libLLVM's table did not fit, one JIT-ish file has no CFI."""
 
-
-SCREEN_SIZE = (120, 36)
-DEMO_KEYS = ()
-"""Keys pressed after the first snapshot for the main screenshot: none, the
-tree opens on the hot path by itself."""
-
-VIEW_KEYS: dict[str, tuple[str, ...]] = {
-    "tree": (),
-    "top": ("e", "1"),
-    "top-inline": ("e", "1", "i"),
-    "callers": ("e", "up", "3"),
-    "flame": ("e", "4"),
-    "diagnostics": ("5",),
-    "threads": ("6",),
-    "zoom": ("e", "up", "up", "enter"),
-    "search": ("e", "slash", "w", "r", "i", "t", "e", "enter", "f"),
-    "source": ("e", "L"),
-}
-"""Keys that show each view (or feature) on the demo fixture, for snapshots and screenshots."""
 
 BASELINE_KEYS = ("e", "b")
 """Keys pressed on the first snapshot (freeze it as the baseline) before the later one."""

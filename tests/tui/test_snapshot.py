@@ -1,4 +1,6 @@
-"""SVG snapshots of every view on the deterministic demo fixture, at two sizes."""
+"""SVG snapshots of every screen of screenshots/ (``tests/tui/screens.py``: the
+recorded demo workload through ``bpftop view``/``diff``, the live-only screens on
+the demo fixture) at two sizes, and of the live baseline (``b``, then a later tick)."""
 
 from __future__ import annotations
 
@@ -8,17 +10,18 @@ import pytest
 from textual.pilot import Pilot
 
 from bpftop.tui.app.app import BpftopApp
-from tests.tui.demo_fixture import BASELINE_AFTER, BASELINE_KEYS, VIEW_KEYS, demo_snapshot
+from tests.tui.demo_fixture import BASELINE_AFTER, BASELINE_KEYS, demo_snapshot
 from tests.tui.fake_source import FakeSource
+from tests.tui.screens import SCREENS, screen_app
 
 SIZES = {"80x24": (80, 24), "200x50": (200, 50)}
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
-@pytest.mark.parametrize("view", sorted(VIEW_KEYS))
-def test_view_screen(snap_compare: Any, view: str, size: str) -> None:
-    app = BpftopApp(FakeSource([demo_snapshot()]), 1.0)
-    assert snap_compare(app, press=VIEW_KEYS[view], terminal_size=SIZES[size])
+@pytest.mark.parametrize("name", sorted(SCREENS))
+def test_screen(snap_compare: Any, name: str, size: str) -> None:
+    screen = SCREENS[name]
+    assert snap_compare(screen_app(screen), press=screen.keys, terminal_size=SIZES[size])
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))

@@ -152,13 +152,14 @@ class BpftopApp(SourceApp):
         """What the views show for the shown snapshot and the user's choices.
 
         With a filter or K/U active this walks the whole tree (seconds on a
-        large profile), so it is made on a worker; until it is done the views
-        keep the last one made."""
+        large profile), and grouping a large table by symbol takes tens of ms,
+        so those are made on a worker; until it is done the views keep the last
+        one made."""
         if self.shown is None:
             return None
         snap, state = self.shown, self.state
         found = state.cached(snap.tree)
-        if found is None and state.plain:
+        if found is None and state.cheap(snap.tree):
             found = state.derive(snap.tree, snap.hot)
         if found is None:
             tree, hot, wanted, job = snap.tree, snap.hot, state.wanted, state.derive_job()

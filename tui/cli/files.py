@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
@@ -38,6 +39,9 @@ from bpftop.tui.formats.saved import MAX_FRAMES, ProfileMeta, SavedProfile, from
 from bpftop.tui.formats.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 from bpftop.tui.model.views import hot_from_tree
+
+if TYPE_CHECKING:
+    from bpftop.tui.app.app import BpftopApp
 
 
 def build_ids(modules: Iterable[str]) -> dict[str, str]:
@@ -170,37 +174,54 @@ def _unit(meta: ProfileMeta) -> str:
 
 def view(args: argparse.Namespace) -> int:
     """``bpftop view FILE``: the TUI on a saved profile."""
-    loaded = _load(args.file)
-    assert isinstance(loaded, LoadedTree)
-    return _run_app(saved_snapshot(loaded, args.file), None)
+    return _run_app(*saved_snapshots(args.file))
 
 
 def diff(args: argparse.Namespace) -> int:
     """``bpftop diff BASE NEW``: the baseline-diff view, or ``--folded`` text."""
-    base, new = _load(args.base, args.folded), _load(args.new, args.folded)
-    warning = _warn_mismatch(base.meta, new.meta, args.base, args.new)
-    if isinstance(base, SavedProfile) and isinstance(new, SavedProfile):
-        lines = diff_lines(base, new)
-        write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
-        return 0
-    assert isinstance(base, LoadedTree) and isinstance(new, LoadedTree)
-    snap = saved_snapshot(new, args.new)
+    if not args.folded:
+        return _run_app(*saved_snapshots(args.new, args.base))
+    base, new = _load(args.base, stacks=True), _load(args.new, stacks=True)
+    _warn_mismatch(base.meta, new.meta, args.base, args.new)
+    assert isinstance(base, SavedProfile) and isinstance(new, SavedProfile)
+    lines = diff_lines(base, new)
+    write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
+    return 0
+
+
+def view_app(snap: Snapshot, base: Snapshot | None) -> BpftopApp:
+    """The app ``view`` (``base`` None) or ``diff`` runs (scripts/screenshot.py too)."""
+    from bpftop.tui.app.app import BpftopApp
+    from bpftop.tui.collect.static_source import StaticSource
+    from bpftop.tui.model.baseline import Baseline
+
+    baseline = Baseline(base.tree, base.hot) if base is not None else None
+    return BpftopApp(StaticSource(snap), baseline=baseline)
+
+
+def saved_snapshots(new: Path, base: Path | None = None) -> tuple[Snapshot, Snapshot | None]:
+    """What ``view NEW`` (``base`` None) or ``diff BASE NEW`` shows: NEW's snapshot,
+    and BASE's (the baseline) with the header warning when they measured unlike things."""
+    before = _load(base) if base is not None else None
+    loaded = _load(new)
+    assert isinstance(loaded, LoadedTree)
+    snap = saved_snapshot(loaded, new)
+    if base is None:
+        return snap, None
+    assert isinstance(before, LoadedTree)
+    warning = _warn_mismatch(before.meta, loaded.meta, base, new)
     if warning:
         snap = replace(snap, message=f"{snap.message}; warning: {warning}")
-    return _run_app(snap, saved_snapshot(base, args.base))
+    return snap, saved_snapshot(before, base)
 
 
 def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
     require_terminal(
         "run it in a terminal" if base is None else "without one: bpftop diff --folded BASE NEW"
     )
-    from bpftop.tui.app.app import BpftopApp
     from bpftop.tui.app.terminal import terminal_driver
-    from bpftop.tui.collect.static_source import StaticSource
-    from bpftop.tui.model.baseline import Baseline
 
-    baseline = Baseline(base.tree, base.hot) if base is not None else None
-    app = BpftopApp(StaticSource(snap), baseline=baseline)
+    app = view_app(snap, base)
     with terminal_driver() as driver:
         app.driver_class = driver
         app.run()

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.model.tree_paths import chain_to, compile_search, node_at
@@ -34,6 +35,10 @@ FRAME_FILTERS: dict[str, Match | None] = {
     "kernel": lambda node: node.kernel,
 }
 """Which frames the views show: ``K`` hides kernel frames (user only), ``U`` user ones."""
+SYNC_GROUPING_NODES = 50_000
+"""Up to this many nodes the function table is grouped by symbol on the app thread
+(``hot_by_symbol``, ~60 ns a node: a few ms); a bigger tree with inline frames is
+grouped on the derive worker (423k nodes: ~25-80 ms)."""
 Wanted = tuple[bool, str, str, bool]
 """What a derived view depends on besides the snapshot (``ViewState.wanted``)."""
 
@@ -151,6 +156,14 @@ class ViewState:
     def plain(self) -> bool:
         """True when the views show the snapshot as it is (deriving costs nothing)."""
         return self.frames == "all" and not (self.filtering and self.match is not None)
+
+    def cheap(self, tree: CallNode) -> bool:
+        """True when deriving ``tree`` for the current choices costs next to nothing,
+        so the app thread may do it: the snapshot as it is (``plain``), with a table
+        that needs no grouping by symbol (``i``, or no inline frames) or a small tree."""
+        if not self.plain or self.inline_rows:
+            return self.plain
+        return array_tree(tree).size <= SYNC_GROUPING_NODES or not has_inlined(tree)
 
     def cached(self, tree: CallNode) -> Derived | None:
         """The derived view of ``tree`` for the current choices, if already made."""

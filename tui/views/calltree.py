@@ -185,12 +185,20 @@ class CallTreeView(RowsView):
         self.rows_changed()
 
     def _flatten(self, node: CallNode, path: NodePath, depth: int, out: list[TreeRow]) -> None:
-        for child in node.children:
-            child_path = (*path, child.key)
+        """Append the rows below ``node`` in preorder, into expanded nodes only. Iterative
+        (a stack of child iterators): a stack deeper than Python's recursion limit is fine."""
+        pending = [(iter(node.children), path, depth + 1)]
+        while pending:
+            children, parent, level = pending[-1]
+            child = next(children, None)
+            if child is None:
+                pending.pop()
+                continue
+            child_path = (*parent, child.key)
             expanded = child.has_children and self.is_expanded(child_path)
-            out.append(TreeRow(child, child_path, depth + 1, expanded))
+            out.append(TreeRow(child, child_path, level, expanded))
             if expanded:
-                self._flatten(child, child_path, depth + 1, out)
+                pending.append((iter(child.children), child_path, level + 1))
 
     def _find_cursor(self) -> int:
         """The row of the selected path, or of its nearest surviving ancestor."""
