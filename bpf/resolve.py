@@ -218,7 +218,7 @@ def _library_path(name: str) -> str:
     libpython3.11.so ldconfig also knows), else ldconfig's lib<name>.so
     (``c``, ``libstdc++``), else any program on PATH."""
     program = shutil.which(name)
-    if program and "/" not in name and not name.startswith("lib"):
+    if program and not name.startswith("lib") and _is_elf(program):  # not a pyenv shim
         return program
     bcc = import_bcc()
     for library in (name, name.removeprefix("lib")) if name.startswith("lib") else (name,):
@@ -226,6 +226,14 @@ def _library_path(name: str) -> str:
         if found:
             return str(found.decode())
     return program or ""
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=32)
@@ -332,6 +340,8 @@ def _no_usdt(
         hint = f"did you mean: {', '.join(near)}"
     elif labels:
         hint = f"it has: {', '.join(labels[:8])}"
+    elif unreadable:
+        hint = "give the path of the ELF binary or library that has the probe"
     else:
-        hint = "it has no USDT probes; list them with readelf -n BINARY"
+        hint = "it has no USDT probes (readelf -n BINARY lists them)"
     return ProbeSpecError(f"no USDT probe {wanted} in {searched}", hint)

@@ -6,9 +6,9 @@ address and file offset), read with pyelftools; no libbcc. BCC's ``USDT``
 class is not used: its probe objects hold a raw pointer to a context that is
 freed as soon as the ``USDT`` object is collected, so ``USDT(path=p)
 .enumerate_probes()`` then ``probe.get_location(i)`` read freed memory
-(bpftop 0.x died of SIGSEGV/SIGBUS there, on one thread). The semaphore's file
-offset is what the kernel takes as a uprobe's ``ref_ctr_offset``
-(:mod:`bpftop.bpf.libbcc`).
+(bpftop died of SIGSEGV or SIGBUS there, on one thread, before it read the
+notes itself). The semaphore's file offset is what the kernel takes as a
+uprobe's ``ref_ctr_offset`` (:mod:`bpftop.bpf.libbcc`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ def usdt_notes(path: str) -> tuple[UsdtNote, ...]:
     """Every USDT probe site of an ELF file, in note order (no notes: empty)."""
     try:
         with open(path, "rb") as file:
+            if file.read(4) != b"\x7fELF":
+                raise UsdtReadError("not an ELF file")
+            file.seek(0)
             elf = ELFFile(file)
             section = elf.get_section_by_name(NOTE_SECTION)
             if section is None:
@@ -67,8 +70,12 @@ def usdt_notes(path: str) -> tuple[UsdtNote, ...]:
             order = "<" if elf.little_endian else ">"
     except OSError as err:
         raise UsdtReadError(err.strerror or repr(err)) from None
+    except UsdtReadError:
+        raise
     except Exception as err:  # pyelftools raises many kinds on damaged files
-        raise UsdtReadError(f"not a readable ELF file ({type(err).__name__})") from None
+        raise UsdtReadError(
+            f"an ELF file pyelftools could not read ({type(err).__name__})"
+        ) from None
     return tuple(_parse(data, order, wide, base_now, loads))
 
 

@@ -27,8 +27,12 @@ from elftools.elf.elffile import ELFFile
 
 from bpftop.bpf.probes import ProbeSpecError, parse_spec
 from bpftop.bpf.program import CpuSampler
+from bpftop.bpf.resolve import resolve
 from bpftop.bpf.usdt import usdt_notes
+from tests.bpf.test_early_errors import FAST_S
+from tests.bpf.test_early_errors import record as early_record
 from tests.bpf.test_record import parse_folded
+from tests.cli.test_errors import assert_one_line_error
 from tests.conftest import BPFTOP, ROOT
 
 GC_CALLS = ROOT / "tests" / "workloads" / "gc_calls.py"
@@ -167,19 +171,20 @@ def wait_attached(
             wanted <= uprobes_with_programs(bpftop.pid)
             and all(os.pread(fd, 1, site)[0] == INT3 for site in sites)
         ):
-            assert bpftop.poll() is None, f"bpftop ended before attaching: {bpftop.stderr}"
+            assert bpftop.poll() is None, f"bpftop ended ({bpftop.returncode}) before attaching"
             assert time.monotonic() < deadline, "bpftop did not attach within 90 s"
             time.sleep(0.05)
     finally:
         os.close(fd)
 
 
-def start_record(out: Path, *args: str) -> subprocess.Popen[str]:
+def start_record(out: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(BPFTOP), "record", "-o", str(out), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -325,14 +330,16 @@ def test_semaphore_follows_probe_switches(sdt: tuple[Workload, int], workloads: 
 
 
 def test_libstdcxx_throw_attached_counts_exactly(workloads: Path, tmp_path: Path) -> None:
-    """The probe that crashed bpftop (SIGSEGV in BCC's USDT code, which read a
-    freed context). With -p and the default --unwind auto, the unwind feed
-    loads libstdc++'s tables on its thread while the probe is resolved and
-    attached on the collector's."""
+    """The probe that crashed bpftop (SIGSEGV or SIGBUS in BCC's USDT code, which
+    read a freed context, before and during attach). With -p and the default
+    --unwind auto, and no table cache (each table is built, seconds for
+    libstdc++), the unwind feed builds and loads tables on its thread while the
+    probe is resolved and attached on the collector's: libbcc on two threads."""
     workload = Workload(str(workloads / "thrower"), str(N))
     try:
         out = tmp_path / "o.folded"
-        bpftop = start_record(out, "-p", str(workload.pid), "--probe", LIBSTDCXX)
+        no_cache = {"BPFTOP_SYMBOL_CACHE_DIR": ""}
+        bpftop = start_record(out, "-p", str(workload.pid), "--probe", LIBSTDCXX, env=no_cache)
         try:
             library = next(
                 p
@@ -408,10 +415,29 @@ def test_python_gc_done_launched_counts_every_collection(tmp_path: Path) -> None
     assert total(out) == collections
 
 
-def test_a_missing_probe_lists_what_the_file_has(workloads: Path) -> None:
-    from bpftop.bpf.resolve import resolve
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "usdt:/usr/bin/python3.11:python:gc_done",
+            "no USDT probe python:gc_done in /usr/bin/python3.11 (did you mean: python:gc__done",
+        ),
+        ("usdt:/etc/passwd:p:n", "could not read /etc/passwd: not an ELF file) (give the path"),
+        ("usdt:/bin/true:p:n", "no USDT probe p:n in /bin/true (it has no USDT probes"),
+    ],
+)
+def test_a_probe_that_is_not_there_fails_before_the_compile(
+    sleeper: int, tmp_path: Path, spec: str, message: str
+) -> None:
+    """One line, exit 2, and no compile (see test_early_errors: its broken
+    program would have made the exit code 5)."""
+    result, took_s = early_record(tmp_path, "-p", str(sleeper), "--probe", spec)
+    assert_one_line_error(result, 2, message)
+    assert took_s < FAST_S, f"{spec}: the error took {took_s:.2f} s of CPU"
 
-    with pytest.raises(
-        ProbeSpecError, match=r"did you mean: sdt:guarded, sdt:plain|it has: sdt:guarded, sdt:plain"
-    ):
-        resolve(parse_spec(f"usdt:{workloads / 'sdt'}:sdt:nosuch"), [])
+
+def test_a_missing_probe_lists_what_the_file_has(workloads: Path) -> None:
+    with pytest.raises(ProbeSpecError, match=r"it has: sdt:guarded, sdt:plain"):
+        resolve(parse_spec(f"usdt:{workloads / 'sdt'}:sdt:x"), [])
+    with pytest.raises(ProbeSpecError, match=r"did you mean: sdt:plain"):
+        resolve(parse_spec(f"usdt:{workloads / 'sdt'}:sdt:plan"), [])
