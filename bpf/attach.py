@@ -5,7 +5,10 @@ handler slot (0 and 1; the active slot counts, the other is muted), so
 attaching is only perf_event_open / uprobe / tracepoint calls: no compile.
 An :class:`Attachment` remembers exactly what it attached (uprobe event
 names included) and detaches all of it; a failure half-way detaches what was
-already attached before raising.
+already attached before raising. Uprobes go through
+:func:`bpftop.bpf.libbcc.attach_uprobe`, which gives a USDT probe's semaphore
+to the kernel (raised while attached, lowered when detached); attach and
+detach hold :data:`~bpftop.bpf.libbcc.LIBBCC_LOCK`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from bpftop.bpf.libbcc import LIBBCC_LOCK, attach_uprobe
 from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available
 
@@ -54,7 +58,8 @@ class Attachment:
         self._uprobe_events: list[bytes] = []
         self._attached = False
         try:
-            self._attach()
+            with LIBBCC_LOCK:
+                self._attach()
         except Exception as exc:
             self.detach()
             if isinstance(exc, UnsupportedProbeError):
@@ -117,21 +122,25 @@ class Attachment:
             self._bpf.attach_kprobe(event=event, fn_name=self._fn(kind))
 
     def _attach_sites(self, kind: ProbeKind) -> None:
-        bpf = self._bpf
+        bpf, events = self._bpf, self._uprobe_events
         for site in self.plan.sites:
             path = site.path.encode()
-            before = set(bpf.uprobe_fds)
             if kind is ProbeKind.URETPROBE:
                 entry, ret = handler(CALL_ENTRY, self.slot), handler(CALL_RETURN, self.slot)
-                bpf.attach_uprobe(name=path, addr=site.address, fn_name=entry, pid=site.pid)
-                bpf.attach_uretprobe(name=path, addr=site.address, fn_name=ret, pid=site.pid)
+                events.append(attach_uprobe(bpf, path, site.address, entry, site.pid))
+                events.append(attach_uprobe(bpf, path, site.address, ret, site.pid, retprobe=True))
             else:
-                fn = self._fn(kind)
-                bpf.attach_uprobe(name=path, addr=site.address, fn_name=fn, pid=site.pid)
-            self._uprobe_events += [ev for ev in bpf.uprobe_fds if ev not in before]
+                fn, semaphore = self._fn(kind), site.ref_ctr_offset
+                events.append(
+                    attach_uprobe(bpf, path, site.address, fn, site.pid, ref_ctr_offset=semaphore)
+                )
 
     def detach(self) -> None:
         """Detach everything this attachment attached; safe to call twice."""
+        with LIBBCC_LOCK:
+            self._detach()
+
+    def _detach(self) -> None:
         if not self._attached:
             return
         self._attached = False

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes as ct
-import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,6 +22,7 @@ from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.capture import capture_stderr, first_useful_line
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
@@ -39,9 +39,6 @@ SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
 EPOCH_MASK = (1 << 30) - 1
-# One compile at a time per process: libbcc/LLVM crashed with two at once (a
-# collector that stopped leaves its compile running on a helper thread).
-_COMPILE_LOCK = threading.Lock()
 
 
 class CpuSampler:
@@ -143,7 +140,7 @@ class CpuSampler:
         ensure_tracefs()
         text, cflags = self.compile_inputs()
         failure: Exception | None = None
-        with _COMPILE_LOCK, kernel_source(headers), capture_stderr() as log:
+        with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the

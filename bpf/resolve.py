@@ -6,8 +6,10 @@ up in the target processes' own /proc/PID/maps (``c`` -> the libc.so.6 the
 process really maps), then through ldconfig and PATH. SYMBOL globs are
 matched against the binary's function symbols (BCC enumerates them), capped
 at :data:`MAX_SITES`; a symbol that matches nothing gets near matches in the
-error. Kernel features the spec needs (kprobes, a hardware PMU, tracefs
-events) are checked here and named in the error when missing;
+error. A USDT probe is found in the file's SDT notes (:mod:`bpftop.bpf.usdt`),
+with its semaphore's file offset when it has one. Kernel features the spec
+needs (kprobes, a hardware PMU, tracefs events) are checked here and named in
+the error when missing;
 :func:`check_up_front` runs the same checks before the compile.
 """
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from bpftop.bpf.environment import import_bcc
 from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, ProbeSpec, ProbeSpecError
+from bpftop.bpf.usdt import UsdtReadError, usdt_notes
 
 MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -40,6 +43,7 @@ class UserSite:
     address: int
     symbol: str
     pid: int  # -1: every process mapping the file
+    ref_ctr_offset: int = 0  # a USDT semaphore's file offset: the kernel raises it (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +213,27 @@ def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[s
 
 
 def _library_path(name: str) -> str:
+    """A TARGET name no target maps (yet: a launched command has not exec'd):
+    a program on PATH of exactly that name (python3.11, not the
+    libpython3.11.so ldconfig also knows), else ldconfig's lib<name>.so
+    (``c``, ``libstdc++``), else any program on PATH."""
+    program = shutil.which(name)
+    if program and not name.startswith("lib") and _is_elf(program):  # not a pyenv shim
+        return program
     bcc = import_bcc()
-    found = bcc.BPF.find_library(name.encode())  # type: ignore[attr-defined]
-    if found:
-        return str(found.decode())
-    return shutil.which(name) or ""
+    for library in (name, name.removeprefix("lib")) if name.startswith("lib") else (name,):
+        found = bcc.BPF.find_library(library.encode())  # type: ignore[attr-defined]
+        if found:
+            return str(found.decode())
+    return program or ""
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=32)
@@ -276,29 +296,52 @@ def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecErr
 
 
 def _usdt_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
-    from bcc.usdt import USDT, USDTException
-
-    sites = []
+    """One site per note of ``spec``'s probe in each target file; a probe with a
+    semaphore carries its file offset, so attaching raises it (see bpf/libbcc.py)."""
+    sites: dict[tuple[str, int, int], UserSite] = {}
     unreadable: list[str] = []
+    found: list[str] = []
     for path, pid in targets:
         try:
-            probes = USDT(path=path).enumerate_probes()
-        except USDTException as err:
+            notes = usdt_notes(path)
+        except UsdtReadError as err:
             unreadable.append(f"{path}: {err}")
-            probes = []
-        for probe in probes:
-            if probe.provider.decode() == spec.provider and probe.name.decode() == spec.name:
-                for i in range(probe.num_locations):
-                    location = probe.get_location(i)
-                    sites.append(
-                        UserSite(location.bin_path.decode(), location.address, spec.name, pid)
-                    )
+            continue
+        found += [n.label for n in notes]
+        for note in notes:
+            if (note.provider, note.name) != (spec.provider, spec.name):
+                continue
+            if note.semaphore and not note.semaphore_offset:
+                raise UnsupportedProbeError(
+                    f"USDT probe {note.label} in {path} has a semaphore outside the "
+                    "file's loaded data: it cannot be enabled",
+                    "probe another binary, or the function the probe is in (uprobe:)",
+                )
+            site = UserSite(path, note.address, spec.name, pid, note.semaphore_offset)
+            sites.setdefault((path, note.address, pid), site)
     if not sites:
-        searched = ", ".join(p for p, _ in targets)
-        if unreadable:  # not the same as a file without the probe
-            searched += f" (BCC could not read {'; '.join(unreadable)})"
-        raise ProbeSpecError(
-            f"no USDT probe {spec.provider}:{spec.name} in {searched}",
-            "list them with tplist-bpfcc -l BINARY",
-        )
-    return tuple(sites)
+        raise _no_usdt(spec, targets, unreadable, found)
+    return tuple(sites.values())
+
+
+def _no_usdt(
+    spec: ProbeSpec,
+    targets: Sequence[tuple[str, int]],
+    unreadable: Sequence[str],
+    found: Sequence[str],
+) -> ProbeSpecError:
+    searched = ", ".join(dict.fromkeys(p for p, _ in targets))
+    if unreadable:  # not the same as a file without the probe
+        searched += f" (could not read {'; '.join(unreadable)})"
+    labels = sorted(set(found))
+    wanted = f"{spec.provider}:{spec.name}"
+    near = difflib.get_close_matches(wanted, labels, n=5, cutoff=0.6)
+    if near:
+        hint = f"did you mean: {', '.join(near)}"
+    elif labels:
+        hint = f"it has: {', '.join(labels[:8])}"
+    elif unreadable:
+        hint = "give the path of the ELF binary or library that has the probe"
+    else:
+        hint = "it has no USDT probes (readelf -n BINARY lists them)"
+    return ProbeSpecError(f"no USDT probe {wanted} in {searched}", hint)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything bpftop needs on a Debian 12 machine, idempotently:
-#   - Debian packages: BCC (python3-bpfcc, bpfcc-tools), kernel headers, venv, gcc
+#   - Debian packages: BCC (python3-bpfcc, bpfcc-tools), kernel headers, venv, gcc,
+#     g++ and <sys/sdt.h> (systemtap-sdt-dev) for the USDT workloads, and
+#     Debian's python3.11 (built with USDT probes) for the python: USDT tests
 #   - a venv in .venv made from /usr/bin/python3 with system site-packages
 #     (BCC's Python bindings come only from Debian), with bpftop installed
 #     editable plus its dev tools
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ libc6-dbg linux-perf golang-go chromium bpftrace)
+APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ systemtap-sdt-dev python3.11 libc6-dbg linux-perf golang-go chromium bpftrace)
 # npm may come from another Node.js package than Debian's: only install Debian's if there is none.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 
