@@ -10,20 +10,27 @@ from bpftop.tui.model.child_index import MAX_LOAD, ChildIndex, slots_of
 def test_finds_what_was_added_across_growth_and_misses_the_rest() -> None:
     rng = np.random.default_rng(7)
     index = ChildIndex(bits=4)  # 16 slots: grows many times, probes often
-    oracle: dict[int, int] = {}
+    parent = np.full(1, -1, np.int32)  # the columns: node 0 is the root
+    key_id = np.full(1, -1, np.int32)
+    oracle: dict[tuple[int, int], int] = {}
     for _ in range(30):
         parents = rng.integers(0, 5_000, 400).astype(np.int32)
         keys = rng.integers(0, 300, 400).astype(np.int32)
-        slots = np.unique(slots_of(parents, keys))
-        fresh = slots[[int(s) not in oracle for s in slots.tolist()]]
-        nodes = np.arange(len(oracle), len(oracle) + len(fresh), dtype=np.int32)
-        index.add(fresh, nodes)
-        oracle.update(zip(fresh.tolist(), nodes.tolist(), strict=True))
-        asked = np.concatenate([slots, slots_of(parents + 10_000, keys)])  # half absent
-        expected = [oracle.get(s, -1) for s in asked.tolist()]
-        assert index.find(asked).tolist() == expected
+        pairs = sorted(set(zip(parents.tolist(), keys.tolist(), strict=True)) - set(oracle))
+        made = np.arange(len(parent), len(parent) + len(pairs), dtype=np.int32)
+        parent = np.concatenate([parent, np.array([p for p, _ in pairs], np.int32)])
+        key_id = np.concatenate([key_id, np.array([k for _, k in pairs], np.int32)])
+        index.add(made, parent, key_id)
+        oracle.update(zip(pairs, made.tolist(), strict=True))
+        asked_parents = np.concatenate([parents, parents + 10_000])  # half of them absent
+        asked_keys = np.concatenate([keys, keys])
+        expected = [
+            oracle.get(pair, -1)
+            for pair in zip(asked_parents.tolist(), asked_keys.tolist(), strict=True)
+        ]
+        assert index.find(asked_parents, asked_keys, parent, key_id).tolist() == expected
     assert index.size == len(oracle) > 5_000
-    assert index.size <= MAX_LOAD * index.capacity < 2 * index.size  # 12 B a slot
+    assert index.size <= MAX_LOAD * index.capacity < 2 * index.size  # 4 B a slot
 
 
 def test_slots_of_keep_parent_and_key_apart() -> None:

@@ -79,15 +79,16 @@ class TreeStore:
     def children(self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8]) -> Ids:
         """The child of each ``parents[i]`` with ``key_ids[i]``; the missing ones
         are added (each once, with the ``flags`` of its first pair)."""
-        slots = slots_of(parents, key_ids)
-        found = self._index.find(slots)
+        found = self._index.find(parents, key_ids, self._parent, self._key_id)
         missing = np.flatnonzero(found < 0)
         if len(missing):
-            new, first, inverse = np.unique(slots[missing], return_index=True, return_inverse=True)
-            made = np.arange(self.size, self.size + len(new), dtype=np.int32)
+            _, first, inverse = np.unique(
+                slots_of(parents[missing], key_ids[missing]), return_index=True, return_inverse=True
+            )
+            made = np.arange(self.size, self.size + len(first), dtype=np.int32)
             rows = missing[first]
             self._append(parents[rows], key_ids[rows], flags[rows])
-            self._index.add(new, made)
+            self._index.add(made, self._parent, self._key_id)
             found[missing] = made[inverse.reshape(-1)]
         return found
 
