@@ -3,9 +3,10 @@
 ``launch_held`` starts ``bpftop -- COMMAND`` stopped before the command's
 first instruction: a shell that stops itself and, once continued, execs the
 command in the same process (so the pid probes were attached for is the
-command's); it is killed if bpftop dies (even by SIGKILL), never left stopped. ``release`` lets it exec, and the BPF program stops it again
-right after the exec, so the new image is symbolized before ``resume`` lets
-it run (a command that exits within a millisecond still gets names).
+command's); it is killed if bpftop dies (even by SIGKILL), never left
+stopped. ``release`` lets it exec, and the BPF program stops it again right
+after the exec, so the new image is symbolized before ``resume`` lets it run
+(a command that exits within a millisecond still gets names).
 ``ProcessLabels`` names each process of a sample (the root's children in the
 call tree); ``Followed`` keeps the run going while a followed process lives
 (more -p, --children) and names children from their parents' maps;
