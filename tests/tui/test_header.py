@@ -66,3 +66,17 @@ async def test_an_all_processes_app_shows_the_summary() -> None:
         shown = header(app)
         assert "CPU 12.0% of 4 CPUs" in shown and "sampled 3 processes, 9 threads" in shown
         assert "waiting for process information" not in shown
+
+
+def test_a_stopped_target_is_said_once_sampling() -> None:
+    """A SIGSTOPped target (say, left held by a killed bpftop) gives no samples:
+    the header says so and how to go on; not while compiling (a launched
+    command is held then on purpose)."""
+    snap = demo_snapshot()
+    assert snap.process is not None
+    stopped = replace(snap, process=replace(snap.process, stopped=True))
+    pid = snap.process.pid
+    assert f"STOPPED (kill -CONT {pid})" in header_text(stopped, False, 1.0).plain
+    compiling = replace(stopped, phase=Phase.COMPILING)
+    assert "STOPPED" not in header_text(compiling, False, 1.0).plain
+    assert "STOPPED" not in header_text(snap, False, 1.0).plain

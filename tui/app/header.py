@@ -139,6 +139,9 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
         return
     if snapshot.phase is not Phase.SAVED:
         text.append(f"  pid {proc.pid}  ")
+        if proc.stopped and snapshot.phase is Phase.SAMPLING:  # (held while compiling)
+            text.append(f"STOPPED (kill -CONT {proc.pid})", "bold red")
+            text.append("  ")
         text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
     else:  # a saved profile: no live process, and maybe no pid (folded files have none)
         text.append(f"  pid {proc.pid}  " if proc.pid else "  ")

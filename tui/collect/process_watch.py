@@ -69,6 +69,7 @@ class ProcessWatch:
                     rss_bytes=self._proc.memory_info().rss,
                     num_threads=self._proc.num_threads(),
                     alive=True,
+                    stopped=self._proc.status() == psutil.STATUS_STOPPED,
                 )
         except psutil.Error:
             self.gone = True

@@ -94,6 +94,11 @@ def resume(proc: subprocess.Popen[bytes]) -> None:
         os.kill(proc.pid, signal.SIGCONT)
 
 
+def is_stopped(pid: int) -> bool:
+    """Is ``pid`` stopped (SIGSTOP, state T)? It runs, and is sampled, once continued."""
+    return _state(pid) == "T"
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

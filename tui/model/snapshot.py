@@ -54,6 +54,7 @@ class ProcessInfo:
     # processes count those sampled so far, rss_bytes is the memory in use.
     processes: int = 0
     cpus: int = 0
+    stopped: bool = False  # SIGSTOPped: nothing runs, so nothing is sampled
 
 
 @dataclass(frozen=True, slots=True)
