@@ -61,13 +61,13 @@ def test_new_tasks_are_sorted_into_processes_threads_and_gone_children() -> None
         parent = os.getpid()
         tick = RawTick(forks=(tid, gone.pid, live.pid), fork_parents=(parent, parent, parent))
         followed.note_forks(tick)
-        assert targets.removed == [tid], "a new thread leaves the targets; processes stay"
+        assert targets.removed == [tid, gone.pid], "threads and gone tasks leave the targets"
         assert followed.alive() and symbolizer.process(live.pid) is not None
         assert labels.name(gone.pid) == labels.name(parent), "named like its parent"
         assert symbolizer.prepare(gone.pid).maps is not None, "its parent's maps"
         live.kill()
         live.wait()
-        assert not followed.alive()
+        assert not followed.alive() and targets.removed[-1] == live.pid, "once gone, untargeted"
     finally:
         done.set()
         worker.join()
@@ -108,4 +108,6 @@ def test_threads_of_every_process_are_named_and_repeats_told_apart(tmp_path: Pat
     )
     names.note(gone)
     assert names.names[22] == "io" and names.names[31] == "short", "an exit names a gone thread"
+    names.note(RawTick(exits=(ExitEvent(20, 22, "io-renamed"),)))
+    assert names.names[22] == "io-renamed", "the name at exit is the last one"
     assert (names.processes, names.threads) == (3, 5)

@@ -108,8 +108,8 @@ class ThreadNames:
         return len(set(self._tgid.values()))
 
     def note(self, tick: RawTick) -> None:
-        for ev in tick.exits:
-            if not self._comm.get(ev.tid):
+        for ev in tick.exits:  # the name at exit is the thread's last
+            if ev.comm or ev.tid not in self._comm:
                 self._set(ev.tid, ev.tgid, ev.comm)
         for sample in tick.samples:
             if sample.tid not in self._comm:

@@ -197,8 +197,9 @@ class Followed:
     """The processes followed beside the main target (more -p, --children's
     children): the run goes on while any of them lives. ``note_forks`` takes a
     tick's new tasks: a child process is followed and symbolized now (named
-    from its parent's maps if it is already gone, unless it exec'd), a new
-    thread is dropped from the targets (its process is counted already)."""
+    from its parent's maps if it is already gone, unless it exec'd); a new
+    thread (its process is counted already) and a gone process leave the
+    kernel's target map, as does a followed process once gone."""
 
     def __init__(
         self, pids: Sequence[int], symbolizer: Symbolizer, sampler: Sampler, labels: ProcessLabels
@@ -214,8 +215,8 @@ class Followed:
             if is_process(child):
                 self._live[child] = read_start_time(child)
                 self._symbolizer.prepare(child, preload=True)
-            elif _state(child) not in DEAD:  # a thread: its process is a target already
-                self._sampler.remove_target(child)
+            else:  # a thread (its process is a target already), or gone: untarget it
+                self._sampler.remove_target(child)  # (the kernel's target map stays small)
             self._labels.adopt(child, parent)
 
     def alive(self) -> bool:
@@ -223,6 +224,7 @@ class Followed:
         for pid, start in list(self._live.items()):
             if _state(pid) in DEAD or read_start_time(pid) != start:
                 del self._live[pid]
+                self._sampler.remove_target(pid)
         return bool(self._live)
 
 
