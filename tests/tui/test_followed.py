@@ -67,7 +67,9 @@ def test_new_tasks_are_sorted_into_processes_threads_and_gone_children() -> None
         assert symbolizer.prepare(gone.pid).maps is not None, "its parent's maps"
         live.kill()
         live.wait()
-        assert not followed.alive() and targets.removed[-1] == live.pid, "once gone, untargeted"
+        assert not followed.alive() and targets.removed[-1] == gone.pid, "untargeted later"
+        followed.note_forks(RawTick(forks=(gone.pid,), fork_parents=(parent,)))
+        assert targets.removed[-2:] == [live.pid, gone.pid], "on the next forks"
     finally:
         done.set()
         worker.join()

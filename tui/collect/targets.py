@@ -199,15 +199,23 @@ class Followed:
     tick's new tasks: a child process is followed and symbolized now (named
     from its parent's maps if it is already gone, unless it exec'd); a new
     thread (its process is counted already) and a gone process leave the
-    kernel's target map, as does a followed process once gone."""
+    kernel's target map, as do followed processes gone since the last forks
+    (only then: the sampler is touched only when BPF is surely loaded)."""
 
     def __init__(
         self, pids: Sequence[int], symbolizer: Symbolizer, sampler: Sampler, labels: ProcessLabels
     ) -> None:
         self._symbolizer, self._sampler, self._labels = symbolizer, sampler, labels
         self._live = {pid: read_start_time(pid) for pid in pids}
+        self._gone: list[int] = []  # gone since the last forks: to untarget then
 
     def note_forks(self, tick: RawTick) -> None:
+        if not tick.forks:  # (fork events come from BPF only: its maps are ready then)
+            return
+        self.alive()
+        for pid in self._gone:  # the kernel's target map (1024 slots) keeps room
+            self._sampler.remove_target(pid)
+        self._gone.clear()
         execs = set(tick.execs)
         for child, parent in zip(tick.forks, tick.fork_parents, strict=False):
             if child not in execs:  # an exec'd child's image is not its parent's
@@ -216,7 +224,7 @@ class Followed:
                 self._live[child] = read_start_time(child)
                 self._symbolizer.prepare(child, preload=True)
             else:  # a thread (its process is a target already), or gone: untarget it
-                self._sampler.remove_target(child)  # (the kernel's target map stays small)
+                self._sampler.remove_target(child)
             self._labels.adopt(child, parent)
 
     def alive(self) -> bool:
@@ -224,7 +232,7 @@ class Followed:
         for pid, start in list(self._live.items()):
             if _state(pid) in DEAD or read_start_time(pid) != start:
                 del self._live[pid]
-                self._sampler.remove_target(pid)
+                self._gone.append(pid)
         return bool(self._live)
 
 
