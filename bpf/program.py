@@ -95,6 +95,7 @@ class CpuSampler:
         self._exits: list[ExitEvent] = []
         self._execs: list[int] = []
         self._forks: list[int] = []
+        self._fork_parents: list[int] = []
         self._dropped_seen = 0
         self._last_drain = time.monotonic()
 
@@ -280,6 +281,7 @@ class CpuSampler:
             exits=tuple(self._exits),
             execs=tuple(self._execs),
             forks=tuple(self._forks),
+            fork_parents=tuple(self._fork_parents),
             lost_events=self._lost,
             dropped_samples=self._take_dropped(),
             interval_s=now - self._last_drain,
@@ -287,6 +289,7 @@ class CpuSampler:
         self._exits.clear()
         self._execs.clear()
         self._forks.clear()
+        self._fork_parents.clear()
         self._lost = 0
         self._last_drain = now
         return tick
@@ -356,7 +359,8 @@ class CpuSampler:
         elif ev.kind == EVENT_EXEC:
             self._execs.append(ev.tgid)
         elif ev.kind == EVENT_FORK:
-            self._forks.append(ev.tgid)
+            self._forks.append(ev.tgid)  # the event's tid is the parent's tgid
+            self._fork_parents.append(ev.tid)
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost

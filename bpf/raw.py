@@ -63,6 +63,7 @@ class RawTick:
     exits: tuple[ExitEvent, ...] = ()
     execs: tuple[int, ...] = ()  # tgids that exec'd (a new image to symbolize)
     forks: tuple[int, ...] = ()  # new tasks of followed targets (--children)
+    fork_parents: tuple[int, ...] = ()  # the tgid that forked each of ``forks``
     lost_events: int = 0
     dropped_samples: int = 0
     interval_s: float = 0.0

@@ -99,6 +99,20 @@ class ProcessSymbolizer:
         if not self.gone:
             self._refresh_perf_map()
 
+    def inherit(self, parent: ProcessSymbolizer) -> None:
+        """Name this process from ``parent``'s maps: a forked child shares its
+        parent's mappings at the fork, so they stand in while its own cannot be
+        read (it exited before bpftop saw it). Files are opened through the
+        parent's /proc entries or, identity-checked, by path."""
+        if self.maps is not None or parent.maps is None:
+            return
+        self.maps = parent.maps
+        self._file_ids = dict(parent._file_ids)
+        self._indexes = dict(parent._indexes)
+        self._proc = parent._proc
+        self.perf_map = parent.perf_map
+        self._clear_frames()
+
     @property
     def key(self) -> tuple[int, int | None]:
         """(pid, start time): what tells this process from a recycled pid."""

@@ -26,6 +26,7 @@ from bpftop.symbols.process import (
 )
 
 MAX_CACHED_KERNEL_ADDRESSES = 200_000
+MAX_PARENTS = 65536  # forks remembered (see Symbolizer.adopt)
 
 
 class Symbolizer:
@@ -63,6 +64,7 @@ class Symbolizer:
         self._clock = clock
         self._min_reread_interval_s = min_reread_interval_s
         self._processes: dict[int, ProcessSymbolizer] = {}
+        self._parents: dict[int, int] = {}  # forked child -> parent (see adopt)
         self._kernel: KernelSymbols | None = None
         self._kernel_frames: dict[tuple[int, bool], Frame] = {}
 
@@ -87,9 +89,30 @@ class Symbolizer:
             min_reread_interval_s=self._min_reread_interval_s,
         )
         self._processes[pid] = process
+        self._inherit(process)
         if preload:
             process.preload()
         return process
+
+    def adopt(self, child: int, parent: int) -> None:
+        """``child`` was forked by ``parent``: until (or unless) its own maps
+        can be read, it is named from the parent's (what it had at the fork)."""
+        if child == parent:
+            return
+        self._parents[child] = parent
+        if len(self._parents) > MAX_PARENTS:  # the oldest forks (threads, mostly) go
+            del self._parents[next(iter(self._parents))]
+        known = self._processes.get(child)
+        if known is not None:
+            self._inherit(known)
+
+    def _inherit(self, process: ProcessSymbolizer) -> None:
+        parent_pid = self._parents.get(process.pid)
+        if process.maps is None and parent_pid is not None:
+            parent = self._processes.get(parent_pid)
+            if parent is None:  # a grandparent's child exited as well: go up
+                parent = self.prepare(parent_pid)
+            process.inherit(parent)
 
     def process(self, pid: int) -> ProcessSymbolizer | None:
         """The symbolizer for ``pid`` if :meth:`prepare` made one."""
@@ -134,6 +157,7 @@ class Symbolizer:
     def forget(self, pid: int) -> None:
         """Drop what is known about ``pid`` (it exited, or it exec'd)."""
         self._processes.pop(pid, None)
+        self._parents.pop(pid, None)
 
     @property
     def kernel_symbols(self) -> KernelSymbols:

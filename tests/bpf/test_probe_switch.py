@@ -1,5 +1,6 @@
-"""The collector switches probes live: no recompile, one profile per probe,
-and a rejected spec leaves the running probe counting."""
+"""The collector switches probes live: no recompile, one profile per probe
+(each taking the current time mode and thread), and a rejected spec leaves
+the running probe counting."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.model.timemode import TimeMode, TimeSetting
 from tests.bpf.test_collector import Watched, labels
 
 
@@ -43,10 +45,15 @@ def test_switching_keeps_one_profile_per_probe(workloads: Path) -> None:
         )
         assert still.stats.probe == latency
 
+        watched.collector.set_time_mode(TimeSetting(TimeMode.WINDOW))
+        watched.collector.select_thread(target.pid)
+        shown = watched.wait(lambda s: s.seq > still.seq and "thread" in s.time_mode, 10)
+        assert shown.time_mode == f"last 30s, thread {target.pid}"
         before = counting.stats.total_samples
         watched.collector.switch_probe(first)
-        back = watched.wait(lambda s: s.seq > still.seq and s.stats.probe == first, 10)
+        back = watched.wait(lambda s: s.seq > shown.seq and s.stats.probe == first, 10)
         assert back.stats.total_samples >= before, "the first probe's profile was kept"
+        assert back.time_mode == shown.time_mode, "a re-used probe takes the mode and thread"
         assert "timed" not in labels(back)
     finally:
         watched.collector.stop()

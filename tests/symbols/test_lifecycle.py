@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from bpftop.symbols.debuginfo import DebugFinder
 from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.maps import ProcessMaps
 from bpftop.symbols.symbolizer import Symbolizer
 
 
@@ -70,3 +73,31 @@ def test_binary_and_debug_file_only_inside_another_mount_namespace(debug_built, 
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_a_child_gone_unseen_is_named_from_its_parents_maps(built, run) -> None:
+    """A forked child shares its parent's mappings: one that exited before its
+    own maps were read is named from the parent's (grandchildren too), and
+    only once adopted; its own maps win while they can be read."""
+    prog = run(built.pie)
+    sym = Symbolizer()
+    sym.prepare(prog.pid, preload=True)
+    gone = [subprocess.Popen(["true"]) for _ in range(3)]
+    for proc in gone:
+        proc.wait()
+    child, grandchild, stranger = (p.pid for p in gone)
+    addr = prog.addrs["fix_gamma"] + 3
+    sym.user_frames(child, [addr])  # seen before its fork event: unnamed so far
+    sym.adopt(child, prog.pid)
+    sym.adopt(grandchild, child)
+    for pid in (child, grandchild):
+        frame = sym.user_frames(pid, [addr])[-1]
+        assert (frame.function, frame.offset, frame.module) == ("fix_gamma", 3, str(built.pie))
+    unadopted = sym.user_frames(stranger, [addr])[-1]
+    assert unadopted.function is None and unadopted.reason is Unresolved.PROCESS_GONE
+
+    alive = run(built.pie)  # a live "child" reads its own maps: adoption changes nothing
+    sym.adopt(alive.pid, prog.pid)
+    own = sym.prepare(alive.pid)
+    text = Path(f"/proc/{alive.pid}/maps").read_text()
+    assert own.maps is not None and own.maps.entries == ProcessMaps.from_text(text).entries

@@ -1,12 +1,18 @@
 """The header's second line: the rate's sparkline covers the last minute, and
-what was lost is spelled out (dropped samples, failed stack reads by kind)."""
+what was lost is spelled out (dropped samples, failed stack reads by kind);
+with -a its first line sums up the system."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.header import SPARK_CELLS, header_text, minute_of, sparkline
+from bpftop.tui.model.snapshot import Phase, ProcessInfo
 from tests.tui.demo_fixture import demo_snapshot
+from tests.tui.fake_source import FakeSource
+
+from .helpers import SIZE, header
 
 
 def test_the_sparkline_covers_the_last_minute_of_ticks() -> None:
@@ -31,3 +37,46 @@ def test_dropped_samples_and_failed_reads_by_kind_are_in_the_header() -> None:
     clean = replace(snap, stats=replace(snap.stats, stack_errors=()))
     assert "failed 0" in header_text(clean, False, 1.0).plain
     assert "(" not in header_text(clean, False, 1.0).plain.split("failed 0")[1][:3]
+
+
+def test_all_processes_header_sums_up_the_system() -> None:
+    """-a (pid 0): the system's CPU of its CPUs, memory in use, and how many
+    processes and threads were sampled; never 'waiting for process information'."""
+    system = ProcessInfo(
+        pid=0, name="all processes", cmdline="", cpu_percent=137.5, rss_bytes=3 << 30,
+        num_threads=42, alive=True, processes=7, cpus=2,
+    )  # fmt: skip
+    snap = replace(demo_snapshot(), process=system)
+    first = header_text(snap, False, 1.0).plain.splitlines()[0]
+    assert first == (
+        "bpftop all processes  CPU 137.5% of 2 CPUs  mem used 3072.0 MiB  "
+        "sampled 7 processes, 42 threads"
+    )
+    assert "pid 0" not in first and "waiting" not in first
+    saved = replace(snap, phase=Phase.SAVED)  # a saved -a profile: no live numbers
+    assert "CPU" not in header_text(saved, False, 1.0).plain.splitlines()[0]
+
+
+async def test_an_all_processes_app_shows_the_summary() -> None:
+    system = ProcessInfo(0, "all processes", "", 12.0, 1 << 30, 9, True, processes=3, cpus=4)
+    source = FakeSource([replace(demo_snapshot(), process=system)])
+    app = BpftopApp(source, 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        shown = header(app)
+        assert "CPU 12.0% of 4 CPUs" in shown and "sampled 3 processes, 9 threads" in shown
+        assert "waiting for process information" not in shown
+
+
+def test_a_stopped_target_is_said_once_sampling() -> None:
+    """A SIGSTOPped target (say, left held by a killed bpftop) gives no samples:
+    the header says so and how to go on; not while compiling (a launched
+    command is held then on purpose)."""
+    snap = demo_snapshot()
+    assert snap.process is not None
+    stopped = replace(snap, process=replace(snap.process, stopped=True))
+    pid = snap.process.pid
+    assert f"STOPPED (kill -CONT {pid})" in header_text(stopped, False, 1.0).plain
+    compiling = replace(stopped, phase=Phase.COMPILING)
+    assert "STOPPED" not in header_text(compiling, False, 1.0).plain
+    assert "STOPPED" not in header_text(snap, False, 1.0).plain

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from bpftop.tui.model.snapshot import Phase, Snapshot
+from bpftop.tui.model.snapshot import Phase, ProcessInfo, Snapshot
 
 CMDLINE_WIDTH = 72
 
@@ -134,13 +134,26 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
         text.append("waiting for process information")
         return
     text.append(proc.name, "bold cyan")
+    if proc.pid == 0 and proc.cpus and snapshot.phase is not Phase.SAVED:
+        _append_system(text, proc)
+        return
     if snapshot.phase is not Phase.SAVED:
         text.append(f"  pid {proc.pid}  ")
+        if proc.stopped and snapshot.phase is Phase.SAMPLING:  # (held while compiling)
+            text.append(f"STOPPED (kill -CONT {proc.pid})", "bold red")
+            text.append("  ")
         text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
     else:  # a saved profile: no live process, and maybe no pid (folded files have none)
         text.append(f"  pid {proc.pid}  " if proc.pid else "  ")
     text.append(f"threads {proc.num_threads}  ")
     text.append(_truncate(proc.cmdline, CMDLINE_WIDTH), "dim")
+
+
+def _append_system(text: Text, system: ProcessInfo) -> None:
+    """-a: the whole system's CPU and memory, and how much of it was sampled."""
+    text.append(f"  CPU {system.cpu_percent:.1f}% of {system.cpus} CPUs  ")
+    text.append(f"mem used {_mib(system.rss_bytes)}  ")
+    text.append(f"sampled {system.processes:,} processes, {system.num_threads:,} threads")
 
 
 def _append_overhead(text: Text, snapshot: Snapshot) -> None:

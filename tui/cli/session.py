@@ -26,7 +26,7 @@ from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
 from bpftop.bpf.resolve import check_up_front
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.collect.targets import launch_held
+from bpftop.tui.collect.targets import is_stopped, launch_held
 
 
 def check(args: argparse.Namespace) -> CpuSampler | None:
@@ -55,6 +55,12 @@ def check(args: argparse.Namespace) -> CpuSampler | None:
     for pid in args.pids or ():
         if pid <= 0 or not psutil.pid_exists(pid):
             raise NoSuchProcessError(f"no process with pid {pid}", "check the pid with ps or pgrep")
+        if is_stopped(pid):  # e.g. left held by a bpftop killed with SIGKILL
+            print(
+                f"bpftop: process {pid} is stopped: it is sampled once continued"
+                f" (kill -CONT {pid})",
+                file=sys.stderr,
+            )
     check_privileges()
     import_bcc()
     _check_probe(sampler, args)

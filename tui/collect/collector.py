@@ -18,8 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-import psutil
-
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
@@ -41,10 +39,10 @@ from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_hea
 from bpftop.tui.collect.sampler import PERF_KINDS, Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
+    Followed,
     ProcessLabels,
     SystemWatch,
     has_maps,
-    is_process,
     release,
     resume,
 )
@@ -90,10 +88,11 @@ class Collector:
         self._probe_request = ProbeRequest()
         self._probe_message = ""
         self._commands = Commands()
+        self._threads = ThreadNames()
         self._process: ProcessWatch | SystemWatch = (
-            SystemWatch() if system_wide else ProcessWatch(pid)
+            SystemWatch(self._threads) if system_wide else ProcessWatch(pid)
         )
-        self._threads = ThreadNames(pid)
+        self._followed = Followed(self._targets[1:], self._symbolizer, sampler, self._labels)
         self._overhead = OverheadMeter()
         self._seq = 0
         self._stop = threading.Event()
@@ -263,7 +262,7 @@ class Collector:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
-            if self._process.exited() and not any(map(psutil.pid_exists, self._targets[1:])):
+            if self._process.exited() and not self._followed.alive():
                 tick()  # what came in while the last tick was absorbed (it can be slow)
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
@@ -330,20 +329,13 @@ class Collector:
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
 
-    def _on_fork(self, child: int) -> None:
-        if is_process(child):
-            self._symbolizer.prepare(child, preload=True)
-        else:  # a new thread of a target: its process is counted already
-            self._sampler.remove_target(child)
-
     def _label(self, tgid: int) -> str:
         return self._process.name if tgid == self.pid else self._labels.name(tgid)
 
     def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
         for tgid in tick.execs:
             self._on_exec(tgid)
-        for child in tick.forks:
-            self._on_fork(child)
+        self._followed.note_forks(tick)
         self._threads.note(tick)
         weighted = self._probes.active.weighted
         for sample in tick.samples:

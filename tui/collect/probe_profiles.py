@@ -44,9 +44,16 @@ class ProbeProfiles:
         return state
 
     def use(self, spec: str, weighted: bool) -> ProbeState:
-        """Make ``spec`` active (a new probe starts in the current time mode)."""
+        """Make ``spec`` active in the current time mode and thread choice (a probe
+        used before takes them too: what the app asked for holds across switches)."""
+        current = self.active.profile
         self.active_spec = spec
-        self.active = self._state(spec, weighted, TimedProfile(self.active.profile.setting))
+        self.active = self._state(spec, weighted, TimedProfile(current.setting))
+        profile = self.active.profile
+        if profile.setting != current.setting:
+            profile.set_mode(current.setting)
+        if profile.thread != current.thread:
+            profile.select_thread(current.thread)
         return self.active
 
     @property

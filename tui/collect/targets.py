@@ -3,28 +3,39 @@
 ``launch_held`` starts ``bpftop -- COMMAND`` stopped before the command's
 first instruction: a shell that stops itself and, once continued, execs the
 command in the same process (so the pid probes were attached for is the
-command's). ``release`` lets it exec, and the BPF program stops it again
-right after the exec, so the new image is symbolized before ``resume`` lets
-it run (a command that exits within a millisecond still gets names).
+command's); it is killed if bpftop dies (even by SIGKILL), never left
+stopped. ``release`` lets it exec, and the BPF program stops it again right
+after the exec, so the new image is symbolized before ``resume`` lets it run
+(a command that exits within a millisecond still gets names).
 ``ProcessLabels`` names each process of a sample (the root's children in the
-call tree); ``SystemWatch`` stands in for the process watch with -a. No
-Textual here.
+call tree); ``Followed`` keeps the run going while a followed process lives
+(more -p, --children) and names children from their parents' maps;
+``SystemWatch`` stands in for the process watch with -a. No Textual here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import psutil
+
 from bpftop.bpf.errors import UsageError
+from bpftop.bpf.raw import RawTick
+from bpftop.symbols.process import read_start_time
+from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.process_watch import ThreadNames
+from bpftop.tui.collect.sampler import Sampler
 from bpftop.tui.model.snapshot import ProcessInfo
 
+MAX_PARENTS = 65536  # forks remembered for naming children that exit unseen
 HOLD = 'kill -STOP $$; exec "$0" "$@"'
 EXEC_WAIT_S = 2.0
 
@@ -35,7 +46,7 @@ def launch_held(command: Sequence[str]) -> subprocess.Popen[bytes]:
         raise UsageError("no command after --", "for example: bpftop -- ./server --port 8080")
     if shutil.which(command[0]) is None:
         raise UsageError(f"cannot run {command[0]}: not found or not executable", "check the path")
-    proc = subprocess.Popen(["/bin/sh", "-c", HOLD, *command])
+    proc = subprocess.Popen(["/bin/sh", "-c", HOLD, *command], preexec_fn=_dies_with(os.getpid()))
     deadline = time.monotonic() + EXEC_WAIT_S
     while _state(proc.pid) != "T":
         if time.monotonic() > deadline or proc.poll() is not None:
@@ -43,6 +54,26 @@ def launch_held(command: Sequence[str]) -> subprocess.Popen[bytes]:
             raise UsageError(f"could not start {command[0]} held", "is /bin/sh usable?")
         time.sleep(0.001)
     return proc
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _dies_with(parent: int) -> Callable[[], None]:
+    """A hook for the command's child process, between fork and exec: SIGKILL it
+    when bpftop dies (PR_SET_PDEATHSIG; kept across the execs). Held, it is
+    stopped, and only SIGKILL ends a stopped process: without this, a bpftop
+    killed during its compile would leave the command stopped for good."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl  # looked up before the fork: the hook only calls it
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong)
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # bpftop died before the prctl
+            os._exit(1)
+
+    return hook
 
 
 def release(proc: subprocess.Popen[bytes]) -> None:
@@ -61,6 +92,11 @@ def resume(proc: subprocess.Popen[bytes]) -> None:
     """Let the exec'd command run its first instruction."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(proc.pid, signal.SIGCONT)
+
+
+def is_stopped(pid: int) -> bool:
+    """Is ``pid`` stopped (SIGSTOP, state T)? It runs, and is sampled, once continued."""
+    return _state(pid) == "T"
 
 
 def _state(pid: int) -> str:
@@ -82,16 +118,25 @@ class ProcessLabels:
 
     def __init__(self) -> None:
         self._names: dict[int, str] = {}
+        self._parents: dict[int, int] = {}
 
     def name(self, tgid: int) -> str:
         found = self._names.get(tgid)
         if found is None:
             try:
                 found = Path(f"/proc/{tgid}/comm").read_text().strip()
-            except OSError:
-                found = f"pid {tgid}"
+            except OSError:  # gone: a forked child has its parent's name
+                parent = self._parents.pop(tgid, None)
+                found = f"pid {tgid}" if parent is None else self.name(parent)
             self._names[tgid] = found
         return found
+
+    def adopt(self, child: int, parent: int) -> None:
+        """``child`` was forked by ``parent`` (named like it, if gone unread)."""
+        if child != parent and child not in self._names:
+            self._parents[child] = parent
+            if len(self._parents) > MAX_PARENTS:
+                del self._parents[next(iter(self._parents))]
 
     def forget(self, tgid: int) -> None:
         """The process exec'd: its name may have changed."""
@@ -119,17 +164,79 @@ def has_maps(pid: int) -> bool:
 
 
 class SystemWatch:
-    """The process watch for -a: every process is a target, none ends the run."""
+    """The process watch for -a: every process is a target, none ends the run;
+    ``info`` sums up the system (CPU, memory) and what was sampled (``sampled``)."""
 
     pid = 0
     name = "all processes"
     gone = False
 
+    def __init__(self, sampled: ThreadNames) -> None:
+        self._sampled = sampled
+        self._cpus = psutil.cpu_count() or 1
+        psutil.cpu_percent()  # prime: the first call compares with boot
+
     def exited(self) -> bool:
         return False
 
-    def info(self) -> ProcessInfo | None:
-        return None
+    def info(self) -> ProcessInfo:
+        return ProcessInfo(
+            pid=0,
+            name=self.name,
+            cmdline="",
+            cpu_percent=psutil.cpu_percent() * self._cpus,
+            rss_bytes=psutil.virtual_memory().used,
+            num_threads=self._sampled.threads,
+            alive=True,
+            processes=self._sampled.processes,
+            cpus=self._cpus,
+        )
+
+
+class Followed:
+    """The processes followed beside the main target (more -p, --children's
+    children): the run goes on while any of them lives. ``note_forks`` takes a
+    tick's new tasks: a child process is followed and symbolized now (named
+    from its parent's maps if it is already gone, unless it exec'd); a new
+    thread (its process is counted already) and a gone process leave the
+    kernel's target map, as do followed processes gone since the last forks
+    (only then: the sampler is touched only when BPF is surely loaded)."""
+
+    def __init__(
+        self, pids: Sequence[int], symbolizer: Symbolizer, sampler: Sampler, labels: ProcessLabels
+    ) -> None:
+        self._symbolizer, self._sampler, self._labels = symbolizer, sampler, labels
+        self._live = {pid: read_start_time(pid) for pid in pids}
+        self._gone: list[int] = []  # gone since the last forks: to untarget then
+
+    def note_forks(self, tick: RawTick) -> None:
+        if not tick.forks:  # (fork events come from BPF only: its maps are ready then)
+            return
+        self.alive()
+        for pid in self._gone:  # the kernel's target map (1024 slots) keeps room
+            self._sampler.remove_target(pid)
+        self._gone.clear()
+        execs = set(tick.execs)
+        for child, parent in zip(tick.forks, tick.fork_parents, strict=False):
+            if child not in execs:  # an exec'd child's image is not its parent's
+                self._symbolizer.adopt(child, parent)
+            if is_process(child):
+                self._live[child] = read_start_time(child)
+                self._symbolizer.prepare(child, preload=True)
+            else:  # a thread (its process is a target already), or gone: untarget it
+                self._sampler.remove_target(child)
+            self._labels.adopt(child, parent)
+
+    def alive(self) -> bool:
+        """Does any followed process still run (zombies do not)?"""
+        for pid, start in list(self._live.items()):
+            if _state(pid) in DEAD or read_start_time(pid) != start:
+                del self._live[pid]
+                self._gone.append(pid)
+        return bool(self._live)
+
+
+DEAD = ("", "Z", "X")  # /proc/PID/stat states of a process that no longer runs
 
 
 PF_KTHREAD = 0x00200000

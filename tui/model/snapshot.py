@@ -40,7 +40,8 @@ class Phase(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ProcessInfo:
-    """Facts about the target process (from psutil), as of this tick."""
+    """Facts about the target process (from psutil), as of this tick; with -a
+    (``pid`` 0), a summary of the system and of what was sampled."""
 
     pid: int
     name: str
@@ -49,6 +50,11 @@ class ProcessInfo:
     rss_bytes: int
     num_threads: int
     alive: bool
+    # -a (pid 0): the whole system; cpu_percent sums its CPUs, num_threads and
+    # processes count those sampled so far, rss_bytes is the memory in use.
+    processes: int = 0
+    cpus: int = 0
+    stopped: bool = False  # SIGSTOPped: nothing runs, so nothing is sampled
 
 
 @dataclass(frozen=True, slots=True)
