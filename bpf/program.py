@@ -25,6 +25,7 @@ from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, k
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
+from bpftop.bpf.probe_stacks import load_probe_walkers, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
@@ -151,6 +152,7 @@ class CpuSampler:
                 self._load_handlers(bcc)
                 if self.unwind != "fp" and _calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
+                    load_probe_walkers(self._bpf, bcc.BPF)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -248,6 +250,8 @@ class CpuSampler:
         for old in [a for a in self._retired if which(a)]:
             old.detach()
             clear_stacks(self._bpf[_wstacks(old.slot)])
+            if self.unwinder is not None:
+                clear_stacks(self._bpf[weighted_store(old.slot)])
             self._retired.remove(old)
 
     def _write_state(self) -> None:
@@ -269,8 +273,13 @@ class CpuSampler:
         samples = tuple(stacks.sample(key, value) for key, value in entries)
         weighted = drains.entries(f"wcounts{old}")
         if weighted:
-            wstacks = StackReader(self._bpf[_wstacks(self._gen_slot[old])])
+            slot = self._gen_slot[old]
+            ids = (key.user_stack_id for key, _ in weighted)
+            wwalked = read_walked(self._bpf[weighted_store(slot)], ids) if self.unwinder else {}
+            wstacks = StackReader(self._bpf[_wstacks(slot)], wwalked)
             samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
+        walked_samples = walked_share((k.user_stack_id, n) for k, n in entries)
+        walked_samples += walked_share((k.user_stack_id, v.count) for k, v in weighted)
         self._drained.update({
             f"counts{old}": len(entries), f"stacks{old}": stacks.distinct,
             f"wcounts{old}": len(weighted), f"ustacks{old}": len(walked),
@@ -286,6 +295,7 @@ class CpuSampler:
             lost_events=self._lost,
             dropped_samples=self._take_dropped(),
             interval_s=now - self._last_drain,
+            walked_samples=walked_samples,
         )
         self._exits.clear()
         self._execs.clear()
