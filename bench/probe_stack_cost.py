@@ -34,7 +34,8 @@ from tests.conftest import WORKLOADS
 
 PROBED = WORKLOADS / "probed_nofp"
 # (label, probe spec, probed mode, N, handler programs whose run time counts)
-CASES = (
+Case = tuple[str, str, str, str, tuple[str, ...]]
+CASES: tuple[Case, ...] = (
     ("uprobe", f"uprobe:{PROBED}:counted_call", "calls", "CALLS", ("on_probe_hit",)),
     ("uprobe libc", "uprobe:c:write", "writes", "CALLS", ("on_probe_hit",)),
     ("uretprobe", f"uretprobe:{PROBED}:timed", "latency", "200", ("on_call_return",)),
@@ -59,7 +60,9 @@ def _wait_blocked(pid: int) -> None:
         time.sleep(0.005)
 
 
-def _one(sampler: CpuSampler, case: tuple, mode: str, calls: int) -> tuple[float, float, float, float]:
+def _one(
+    sampler: CpuSampler, case: Case, mode: str, calls: int
+) -> tuple[float, float, float, float]:
     """(ns per run, ns per event, user frames per event, share of events reaching main)."""
     _, spec, probed_mode, n, handlers = case
     n = str(calls) if n == "CALLS" else n

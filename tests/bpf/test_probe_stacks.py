@@ -11,7 +11,7 @@ import ctypes as ct
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,13 @@ from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import MODES
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.early import BPF_NO_USER_REGS, BPF_WALKER, bpf_qualities
 from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.bpf.test_probes import _wait_until_blocked
 
 PROGRAM = "probed_nofp"
 N_CALLS = 200_000
+LATENCY = ("main", "run_latency")
 
 
 class HeldNoFp:
@@ -74,7 +76,9 @@ def set_mode(sampler: CpuSampler, mode: str) -> None:
     sampler._bpf[b"unwind_mode"][ct.c_int(0)] = ct.c_uint32(MODES[mode])
 
 
-def run(sampler: CpuSampler, workloads: Path, mode: str, n: str, spec: str) -> tuple[RawTick, HeldNoFp]:
+def run(
+    sampler: CpuSampler, workloads: Path, mode: str, n: str, spec: str
+) -> tuple[RawTick, HeldNoFp]:
     held = HeldNoFp(workloads, sampler, mode, n)
     try:
         sampler.set_targets([held.pid])
@@ -93,9 +97,9 @@ def by_stack(tick: RawTick, held: HeldNoFp, weighted: bool = False) -> Counter[t
     return found
 
 
-def share(stacks: Counter[tuple[str, ...]], ok: object) -> float:
+def share(stacks: Counter[tuple[str, ...]], ok: Callable[[tuple[str, ...]], bool]) -> float:
     total = sum(stacks.values())
-    return sum(n for s, n in stacks.items() if ok(s)) / max(1, total)  # type: ignore[operator]
+    return sum(n for s, n in stacks.items() if ok(s)) / max(1, total)
 
 
 def from_main(stack: tuple[str, ...]) -> tuple[str, ...]:
@@ -180,6 +184,22 @@ def test_offcpu_stacks_reach_main(sampler: CpuSampler, workloads: Path) -> None:
     print(f"offcpu: {reached:.2%} of {sum(counts.values())} blocks reach main")
     assert reached >= 0.95, counts
     time_ns = by_stack(tick, held, weighted=True)
-    slow = share(time_ns, lambda s: from_main(s)[:4] == ("main", "run_latency", "slow_path", "timed"))
-    fast = share(time_ns, lambda s: from_main(s)[:4] == ("main", "run_latency", "fast_path", "timed"))
+    slow = share(time_ns, lambda s: from_main(s)[:4] == (*LATENCY, "slow_path", "timed"))
+    fast = share(time_ns, lambda s: from_main(s)[:4] == (*LATENCY, "fast_path", "timed"))
     assert 0.65 <= slow <= 0.80 and slow + fast >= 0.95, (slow, fast)
+
+
+def test_a_walker_that_cannot_run_leaves_counts_exact(sampler: CpuSampler, workloads: Path) -> None:
+    """With the kprobe-type walker's array emptied (its tail call fails, as for
+    a context it cannot walk), every hit is still counted once, by
+    bpf_get_stackid, and the drain says no stack was walked."""
+    array = sampler._bpf[b"unwind_progs_kp"]
+    walker = sampler._bpf.funcs[b"unwind_walk_kp"]
+    del array[ct.c_int(0)]
+    try:
+        tick, _ = run(sampler, workloads, "calls", "20000", "uprobe:PROG:counted_call")
+    finally:
+        array[ct.c_int(0)] = ct.c_int(walker.fd)
+    assert tick.total_samples == 20000 and tick.dropped_samples == 0
+    assert tick.walked_samples == 0
+    assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_NO_USER_REGS: 20000}
