@@ -12,9 +12,10 @@ tracepoints (``on_tracepoint``, offcpu's ``sched_switch``), each in its own
 array. BCC's ``load_func`` returns the first load of a name whatever type is
 asked, so each copy has its own name.
 
-Owns :func:`load_probe_walkers`, :func:`read_walked` (the weighted probes'
-walked stacks, kept run-long per handler slot in ``uwstacks0/1``, read by
-id) and :func:`walked_share` (how many samples of a drain the walker made).
+Owns :func:`load_probe_walker` (on a probe kind's first use),
+:func:`read_walked` (the weighted probes' walked stacks, kept run-long per
+handler slot in ``uwstacks0/1``, read by id) and :func:`walked_share` (how
+many samples of a drain the walker made).
 """
 
 from __future__ import annotations
@@ -23,22 +24,39 @@ import ctypes as ct
 from collections.abc import Iterable
 from typing import Any
 
+from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.raw import Addresses
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
 # (function, its prog array, BCC's program type attribute)
-PROBE_WALKERS = (
-    (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE"),
-    (b"unwind_walk_tp", b"unwind_progs_tp", "TRACEPOINT"),
-)
+KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")
+TRACEPOINT_WALKER = (b"unwind_walk_tp", b"unwind_progs_tp", "TRACEPOINT")
+PROBE_WALKERS = (KPROBE_WALKER, TRACEPOINT_WALKER)
+_WALKER_OF = {
+    ProbeKind.UPROBE: KPROBE_WALKER,
+    ProbeKind.URETPROBE: KPROBE_WALKER,
+    ProbeKind.USDT: KPROBE_WALKER,
+    ProbeKind.KPROBE: KPROBE_WALKER,
+    ProbeKind.KRETPROBE: KPROBE_WALKER,
+    ProbeKind.TRACEPOINT: TRACEPOINT_WALKER,
+    ProbeKind.OFFCPU: TRACEPOINT_WALKER,
+}
 
 
-def load_probe_walkers(bpf: Any, program_types: Any) -> None:
-    """Load the walker's kprobe-type and tracepoint copies into their arrays
-    (``program_types``: ``bcc.BPF``, whose attributes name the types)."""
-    for name, array, kind in PROBE_WALKERS:
-        walker = bpf.load_func(name, getattr(program_types, kind))
-        bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
+def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
+    """Make sure the walker copy that probe ``kind``'s handlers tail-call is
+    loaded and in its array (``program_types``: ``bcc.BPF``, whose attributes
+    name the types). Loaded on first use: each copy takes ~0.5 s to verify, so
+    a run that only samples CPU does not pay for them. Until it is there, the
+    handlers' tail call fails and they use ``bpf_get_stackid``. Returns True
+    when it was loaded now."""
+    found = _WALKER_OF.get(kind)
+    if found is None or found[0] in bpf.funcs:
+        return False
+    name, array, program_type = found
+    walker = bpf.load_func(name, getattr(program_types, program_type))
+    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
+    return True
 
 
 def weighted_store(slot: int) -> bytes:

@@ -25,7 +25,7 @@ from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, k
 from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
-from bpftop.bpf.probe_stacks import load_probe_walkers, read_walked, walked_share, weighted_store
+from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
@@ -152,7 +152,6 @@ class CpuSampler:
                 self._load_handlers(bcc)
                 if self.unwind != "fp" and _calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
-                    load_probe_walkers(self._bpf, bcc.BPF)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -239,6 +238,8 @@ class CpuSampler:
         return tick
 
     def _attach(self, plan: Plan, slot: int) -> Attachment:
+        if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
+            load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.probes import parse_spec
+from bpftop.bpf.environment import import_bcc
+from bpftop.bpf.probe_stacks import PROBE_WALKERS, load_probe_walker
+from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import MODES
@@ -68,7 +70,17 @@ def sampler() -> Iterator[CpuSampler]:
         s.load()
         s.set_targets([])
         s.start()
+        LOADED_AT_START.update(s._bpf.funcs)
         yield s
+
+
+LOADED_AT_START: set[bytes] = set()
+
+
+def test_probe_walkers_load_on_first_use(sampler: CpuSampler) -> None:
+    """CPU sampling does not pay to verify the probes' walker copies."""
+    assert b"unwind_walk" in LOADED_AT_START
+    assert not LOADED_AT_START & {name for name, _, _ in PROBE_WALKERS}
 
 
 def set_mode(sampler: CpuSampler, mode: str) -> None:
@@ -193,6 +205,7 @@ def test_a_walker_that_cannot_run_leaves_counts_exact(sampler: CpuSampler, workl
     """With the kprobe-type walker's array emptied (its tail call fails, as for
     a context it cannot walk), every hit is still counted once, by
     bpf_get_stackid, and the drain says no stack was walked."""
+    load_probe_walker(sampler._bpf, import_bcc().BPF, ProbeKind.UPROBE)  # type: ignore[attr-defined]
     array = sampler._bpf[b"unwind_progs_kp"]
     walker = sampler._bpf.funcs[b"unwind_walk_kp"]
     del array[ct.c_int(0)]
