@@ -28,7 +28,7 @@ from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.bpf.test_probes import _wait_until_blocked
 
 PROGRAM = "probed_nofp"
-N_CALLS = 200_000
+N_CALLS = 1_000_000  # as tests/bpf/test_probes.py
 LATENCY = ("main", "run_latency")
 
 
