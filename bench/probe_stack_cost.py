@@ -12,13 +12,16 @@ and by the events counted. For uprobes and uretprobes every run is an event;
 tracepoint and sched_switch handlers also run (cheaply, filtered out) for
 other processes, so "per event" overstates their cost. Median of the rounds;
 the machine is shared, so run it on a quiet one for final figures. Prints the
-mean user frames per event, and whether stacks reach ``main``.
+mean user frames per event, and whether stacks reach ``main``. Where bpftrace
+has the same counting (``@[ustack] = count()``: ``bpf_get_stackid``), it is
+measured in the same run from its programs' fdinfo, against the walker.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes as ct
+import shutil
 import statistics
 import subprocess
 import time
@@ -42,6 +45,14 @@ CASES: tuple[Case, ...] = (
     ("tracepoint", "tracepoint:syscalls:sys_enter_write", "writes", "CALLS", ("on_tracepoint",)),
     ("offcpu", "offcpu", "latency", "200", ("tracepoint__sched__sched_switch",)),
 )
+
+# The same counting by bpftrace (its ustack is bpf_get_stackid), where it has one.
+BPFTRACE = {
+    "uprobe": "uprobe:PROG:counted_call /pid == PID/ { @[ustack] = count(); }",
+    "uprobe libc": "uprobe:libc:write /pid == PID/ { @[ustack] = count(); }",
+    "tracepoint": "tracepoint:syscalls:sys_enter_write /pid == PID/ "
+    "{ @[ustack, kstack] = count(); }",
+}
 
 
 def _handler_stats(sampler: CpuSampler, names: tuple[str, ...]) -> ProgStats:
@@ -107,6 +118,57 @@ def _one(
     )
 
 
+def _bpftrace_cost(case: Case, calls: int) -> tuple[float, float] | None:
+    """(ns per run, ns per event) of bpftrace counting the same probe by
+    ``ustack`` (bpf_get_stackid), from its prog fds' fdinfo; None: no bpftrace
+    or no equivalent program."""
+    label, _, probed_mode, n, _ = case
+    program = BPFTRACE.get(label)
+    if program is None or shutil.which("bpftrace") is None:
+        return None
+    n = str(calls) if n == "CALLS" else n
+    proc = subprocess.Popen([str(PROBED), probed_mode, n], stdin=subprocess.PIPE)
+    trace = None
+    try:
+        _wait_blocked(proc.pid)
+        text = program.replace("PROG", str(PROBED)).replace("PID", str(proc.pid))
+        trace = subprocess.Popen(
+            ["bpftrace", "-e", text], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert trace.stdout is not None
+        trace.stdout.readline()  # "Attaching N probes..."
+        time.sleep(0.5)
+        before = _fdinfo_stats(trace.pid)
+        assert proc.stdin is not None
+        proc.stdin.write(b"g")
+        proc.stdin.close()
+        proc.wait(300)
+        spent = _fdinfo_stats(trace.pid) - before
+    finally:
+        if trace is not None:
+            trace.kill()
+            trace.wait()
+        proc.kill()
+        proc.wait()
+    events = int(n) * (1 if label != "uretprobe" else 2)
+    return spent.run_time_ns / max(spent.run_count, 1), spent.run_time_ns / max(events, 1)
+
+
+def _fdinfo_stats(pid: int) -> ProgStats:
+    """Run time and runs summed over the BPF programs process ``pid`` holds."""
+    total = ProgStats()
+    for fd in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            text = fd.read_text()
+        except OSError:
+            continue
+        if "prog_type:" not in text:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        total += ProgStats(int(fields.get("run_time_ns", 0)), int(fields.get("run_cnt", 0)))
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=200_000)
@@ -134,7 +196,18 @@ def main() -> None:
                     f"{frames:.1f} frames, {reach:.0%} reach main"
                 )
             ratio = per_event["auto"] / max(per_event["fp"], 1.0)
-            print("  ".join(line) + f"  walker/get_stackid {ratio:.2f}x", flush=True)
+            line.append(f"walker/get_stackid {ratio:.2f}x")
+            sampler.switch(parse_spec("profile:hz:1"))  # bpftrace cannot share our uprobe
+            sampler.drain()  # detaches it
+            traced = [_bpftrace_cost(case, args.calls) for _ in range(args.rounds)]
+            if all(t is not None for t in traced):
+                per_run = statistics.median(t[0] for t in traced if t is not None)
+                event = statistics.median(t[1] for t in traced if t is not None)
+                line.append(
+                    f"bpftrace ustack {per_run / 1000:.2f} µs/run {event / 1000:.2f} µs/event, "
+                    f"walker/bpftrace {per_event['auto'] / max(event, 1.0):.2f}x"
+                )
+            print("  ".join(line), flush=True)
 
 
 if __name__ == "__main__":
