@@ -129,13 +129,13 @@ static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_n
 #define CTX_TRACEPOINT 2 /* tracepoint arguments: no registers */
 #ifdef NO_WALKER
 static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
-                                              u32 active) {}
+                                              u32 active, u32 at_entry) {}
 static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
                                             u32 slot, u64 weight_ns) {}
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {}
 #else
 static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
-                                              u32 active);
+                                              u32 active, u32 at_entry);
 static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
                                             u32 slot, u64 weight_ns);
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot);
@@ -180,7 +180,9 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
 
 /* One count for the current thread's (user, kernel) stack. The user stack is
  * walked from .eh_frame (unwind_user_stack tail-calls away and counts) unless
- * --unwind fp; `ctx_kind` says what `regs` is (CTX_*). */
+ * --unwind fp; `ctx_kind` says what `regs` is (CTX_*). A uprobe hit is at a
+ * function's first instruction (CONTROL_ENTRY_PROBES): its caller's return
+ * address is on top of the stack, table or not. */
 static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
@@ -195,7 +197,10 @@ static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_
     key.kernel_stack_id = NO_STACK_EFAULT; /* a user-mode hit: no kernel stack */
     if (has_kernel_stack)
         key.kernel_stack_id = active ? stacks1.get_stackid(regs, 0) : stacks0.get_stackid(regs, 0);
-    unwind_user_stack(regs, ctx_kind, &key, active);
+    u32 at_entry = 0;
+    if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
+        at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
+    unwind_user_stack(regs, ctx_kind, &key, active, at_entry);
     if (active)
         key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
     else

@@ -38,7 +38,7 @@ WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its h
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
-CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
+CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
 EPOCH_MASK = (1 << 30) - 1
 # One compile at a time per process: libbcc/LLVM crashed with two at once (a
 # collector that stopped leaves its compile running on a helper thread).
@@ -244,6 +244,13 @@ class CpuSampler:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
             control[ct.c_int(CONTROL_OFFCPU_SLOT)] = ct.c_uint32(slot)
+        if plan.spec.kind in (ProbeKind.UPROBE, ProbeKind.USDT):  # they share on_probe_hit
+            _set_bit(
+                self._bpf[b"control"],
+                CONTROL_ENTRY_PROBES,
+                slot,
+                plan.spec.kind is ProbeKind.UPROBE,
+            )
         return Attachment(self._bpf, plan, slot)
 
     def _detach_retired(self, which: Callable[[Attachment], bool] = lambda _: True) -> None:
@@ -379,6 +386,11 @@ class CpuSampler:
 def _calls_walker(program: str) -> bool:
     """True for a program with the walker's hook (a test's own program may lack it)."""
     return "unwind_user_stack" in program
+
+
+def _set_bit(control: Any, index: int, bit: int, on: bool) -> None:
+    old = int(control[ct.c_int(index)].value)
+    control[ct.c_int(index)] = ct.c_uint32(old | (1 << bit) if on else old & ~(1 << bit))
 
 
 def _wstacks(slot: int) -> bytes:

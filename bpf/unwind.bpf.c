@@ -113,7 +113,7 @@ struct unwind_state {
     u32 kind;        /* UNWIND_COUNT/WEIGHT/BLOCKED */
     u32 slot;        /* WEIGHT/BLOCKED: the handler slot (its run-long store uwstacks{slot}) */
     u32 epoch;       /* BLOCKED: the probe epoch */
-    u32 pad;
+    u32 at_entry;    /* 1: the first pc is a function's first instruction (a uprobe) */
     u64 leaf_ip;     /* WEIGHT: the probed function */
     u64 weight;      /* WEIGHT: ns; BLOCKED: when it blocked */
     u64 pc;
@@ -303,6 +303,12 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     struct unwind_row row = {};
     if (unwind_find_row(st, proc, at, &row) && row.kind != ROW_GAP)
         return unwind_row_step(st, &row);
+    if (len == 0 && st->at_entry) { /* no table yet, but the return address is on top */
+        if (unwind_read(&st->pc, st->sp))
+            return 1;
+        st->sp += 8;
+        return 0;
+    }
     if (st->mode != UNWIND_MODE_AUTO)
         return 1;
     return unwind_fp_step(st);
@@ -441,6 +447,7 @@ static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u
     if (!st || unwind_user_regs(regs, st))
         return NULL;
     st->kind = kind;
+    st->at_entry = 0;
     st->mode = *mode;
     st->flags = 0;
     st->mapping = 0;
@@ -451,13 +458,15 @@ static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u
 
 /* The hooks (declared in bpftop.bpf.c): they return only when the walker
  * cannot run. A count: */
-static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key, u32 active) {
+static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key, u32 active,
+                                              u32 at_entry) {
     struct pt_regs *regs = ctx_kind == CTX_TRACEPOINT ? NULL : (struct pt_regs *)ctx;
     struct unwind_state *st = unwind_begin(regs, UNWIND_COUNT);
     if (!st)
         return;
     st->key = *key;
     st->active = active;
+    st->at_entry = at_entry;
     if (ctx_kind == CTX_PERF)
         unwind_progs.call(ctx, 0);
     else if (ctx_kind == CTX_KPROBE)

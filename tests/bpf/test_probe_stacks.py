@@ -35,15 +35,19 @@ LATENCY = ("main", "run_latency")
 class HeldNoFp:
     """``probed_nofp MODE N`` waiting on stdin, its unwind tables in the walker."""
 
-    def __init__(self, workloads: Path, sampler: CpuSampler, mode: str, n: str) -> None:
+    def __init__(
+        self, workloads: Path, sampler: CpuSampler, mode: str, n: str, tables: bool = True
+    ) -> None:
         self.path = workloads / PROGRAM
         self.proc = subprocess.Popen([str(self.path), mode, n], stdin=subprocess.PIPE)
         self.pid = self.proc.pid
         _wait_until_blocked(self.pid)
         assert sampler.unwinder is not None
-        self.feed = UnwindFeed(self.pid).start()
-        self.feed.attach(sampler.unwinder)
-        assert self.feed.ready.wait(120), "the unwind tables were not built"
+        self.feed: UnwindFeed | None = None
+        if tables:
+            self.feed = UnwindFeed(self.pid).start()
+            self.feed.attach(sampler.unwinder)
+            assert self.feed.ready.wait(120), "the unwind tables were not built"
         self.symbols = Symbolizer()
         self.symbols.prepare(self.pid, preload=True)
 
@@ -59,7 +63,8 @@ class HeldNoFp:
         return tuple(reversed([f.function or "?" for f in frames]))
 
     def kill(self) -> None:
-        self.feed.close()
+        if self.feed is not None:
+            self.feed.close()
         self.proc.kill()
         self.proc.wait()
 
@@ -89,9 +94,9 @@ def set_mode(sampler: CpuSampler, mode: str) -> None:
 
 
 def run(
-    sampler: CpuSampler, workloads: Path, mode: str, n: str, spec: str
+    sampler: CpuSampler, workloads: Path, mode: str, n: str, spec: str, tables: bool = True
 ) -> tuple[RawTick, HeldNoFp]:
-    held = HeldNoFp(workloads, sampler, mode, n)
+    held = HeldNoFp(workloads, sampler, mode, n, tables)
     try:
         sampler.set_targets([held.pid])
         sampler.switch(parse_spec(spec.replace("PROG", str(held.path))))
@@ -216,3 +221,14 @@ def test_a_walker_that_cannot_run_leaves_counts_exact(sampler: CpuSampler, workl
     assert tick.total_samples == 20000 and tick.dropped_samples == 0
     assert tick.walked_samples == 0
     assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_NO_USER_REGS: 20000}
+
+
+def test_uprobe_without_tables_still_names_the_caller(sampler: CpuSampler, workloads: Path) -> None:
+    """Before a file's table is in (or for a file without one), a uprobe hit is
+    still at a function's first instruction: its caller's return address is on
+    top of the stack, so the caller is named (the frames above it need tables
+    or frame pointers)."""
+    tick, held = run(sampler, workloads, "calls", "20000", "uprobe:PROG:counted_call", tables=False)
+    assert tick.total_samples == 20000
+    stacks = by_stack(tick, held)
+    assert share(stacks, lambda s: s[-2:] == ("run_calls", "counted_call")) >= 0.99, stacks
