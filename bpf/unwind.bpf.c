@@ -4,10 +4,13 @@
  *
  * Appended to bpftop.bpf.c by program.py (BCC rewrites map calls only in its
  * main file), so its maps, add_count() and struct sample_key are in scope;
- * bpftop.bpf.c declares unwind_user_stack() ahead. on_cpu_sample
- * calls unwind_user_stack(): unless the mode is "fp", it stores the sample's
- * key and the user registers in a per-CPU scratch slot and tail-calls
- * unwind_walk, which walks UNWIND_FRAMES_PER_CALL frames and tail-calls
+ * bpftop.bpf.c declares the hooks ahead: unwind_user_stack() (a count: CPU
+ * samples, uprobes, USDT, kprobes, tracepoints), unwind_weighted() (a
+ * uretprobe's return) and unwind_blocked() (offcpu). Unless the mode is "fp",
+ * a hook stores what the walk is for and the user registers in a per-CPU
+ * scratch slot and tail-calls the walker of its program type (unwind_walk,
+ * unwind_walk_kp, unwind_walk_tp: a tail call stays within one type), which
+ * walks UNWIND_FRAMES_PER_CALL frames and tail-calls
  * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain bounded
  * loop costs ~13k verified instructions per frame, so it hits the verifier's
  * 1M-instruction limit at ~60 frames; bpf_loop is unusable from BCC 0.26,
