@@ -108,6 +108,39 @@ static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_n
     }
 }
 
+/* The .eh_frame walker lives in unwind.bpf.c, which program.py appends to this
+ * file (BCC rewrites map calls and finds programs only in its main file).
+ * With --unwind fp it is left out (NO_WALKER: ~1 s less to compile) and
+ * user stacks come from get_stackid alone. Each hook below tail-calls the
+ * walker (which counts) and does not return, unless the walker is off or
+ * cannot start: then the caller goes on with get_stackid.
+ *
+ * A tail call only reaches a program of the caller's own type (a
+ * BPF_PROG_ARRAY belongs to the type of the first program loaded with it;
+ * a caller of another type is refused at load, EINVAL), so the walker is
+ * loaded once per program type, each copy with its own array: perf events
+ * (unwind_walk), kprobe-type programs (uprobes, uretprobes, USDT, kprobes:
+ * unwind_walk_kp) and tracepoints (on_tracepoint, sched_switch:
+ * unwind_walk_tp). Where the user registers come from: the perf sample's or
+ * the uprobe's pt_regs when they are user mode, else the task's saved user
+ * registers (bpf_task_pt_regs). */
+#define CTX_PERF 0       /* struct bpf_perf_event_data */
+#define CTX_KPROBE 1     /* struct pt_regs (uprobe: user mode; kprobe: kernel mode) */
+#define CTX_TRACEPOINT 2 /* tracepoint arguments: no registers */
+#ifdef NO_WALKER
+static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                              u32 active, u32 at_entry) {}
+static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
+                                            u32 slot, u64 weight_ns) {}
+static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {}
+#else
+static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                              u32 active, u32 at_entry);
+static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
+                                            u32 slot, u64 weight_ns);
+static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot);
+#endif
+
 /* uretprobe: entry of the probed function (attached as a uprobe). */
 static __always_inline int call_entry(struct pt_regs *ctx, u32 slot) {
     u32 state = state_for(slot);
@@ -138,29 +171,19 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
     u64 took_ns = bpf_ktime_get_ns() - call->start_ns;
     struct wkey key = {.tgid = call->tgid, .tid = tid, .leaf_ip = call->ip};
     calls.delete(&tid);
-    key.user_stack_id = weighted_stack(ctx, slot, BPF_F_USER_STACK);
     key.kernel_stack_id = NO_STACK_EFAULT;
+    unwind_weighted(ctx, &key, state, slot, took_ns); /* walks and counts, unless fp */
+    key.user_stack_id = weighted_stack(ctx, slot, BPF_F_USER_STACK);
     add_weight(state, &key, took_ns);
     return 0;
 }
 
-/* The .eh_frame walker lives in unwind.bpf.c, which program.py appends to this
- * file (BCC rewrites map calls and finds programs only in its main file).
- * With --unwind fp it is left out (NO_WALKER: ~1 s less to compile) and
- * user stacks come from get_stackid alone. */
-#ifdef NO_WALKER
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
-                                              struct sample_key *key, u32 active) {}
-#else
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
-                                              struct sample_key *key, u32 active);
-#endif
-
-/* One count for the current thread's (user, kernel) stack. For perf events
- * (`perf` set: profile, software, hardware) the user stack may be walked from
- * .eh_frame: unwind_user_stack tail-calls away and counts, unless --unwind fp. */
-static __always_inline int count_stack(void *regs, struct bpf_perf_event_data *perf,
-                                       int has_kernel_stack, u32 slot) {
+/* One count for the current thread's (user, kernel) stack. The user stack is
+ * walked from .eh_frame (unwind_user_stack tail-calls away and counts) unless
+ * --unwind fp; `ctx_kind` says what `regs` is (CTX_*). A uprobe hit is at a
+ * function's first instruction (CONTROL_ENTRY_PROBES): its caller's return
+ * address is on top of the stack, table or not. */
+static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
         return 0;
@@ -174,8 +197,10 @@ static __always_inline int count_stack(void *regs, struct bpf_perf_event_data *p
     key.kernel_stack_id = NO_STACK_EFAULT; /* a user-mode hit: no kernel stack */
     if (has_kernel_stack)
         key.kernel_stack_id = active ? stacks1.get_stackid(regs, 0) : stacks0.get_stackid(regs, 0);
-    if (perf)
-        unwind_user_stack(perf, &key, active);
+    u32 at_entry = 0;
+    if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
+        at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
+    unwind_user_stack(regs, ctx_kind, &key, active, at_entry);
     if (active)
         key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
     else
@@ -201,18 +226,18 @@ static __always_inline void note_first_sample(void) {
  * uretprobe: on_call_entry + on_call_return. */
 int on_cpu_sample(struct bpf_perf_event_data *ctx) {
     note_first_sample();
-    return count_stack(&ctx->regs, ctx, 1, 0);
+    return count_stack(ctx, CTX_PERF, 1, 0);
 }
 int on_cpu_sample_1(struct bpf_perf_event_data *ctx) {
     note_first_sample();
-    return count_stack(&ctx->regs, ctx, 1, 1);
+    return count_stack(ctx, CTX_PERF, 1, 1);
 }
-int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 0); }
-int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, NULL, 0, 1); }
-int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, NULL, 1, 0); }
-int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, NULL, 1, 1); }
-int on_tracepoint(void *ctx) { return count_stack(ctx, NULL, 1, 0); }
-int on_tracepoint_1(void *ctx) { return count_stack(ctx, NULL, 1, 1); }
+int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 0, 0); }
+int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 0, 1); }
+int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 1, 0); }
+int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 1, 1); }
+int on_tracepoint(void *ctx) { return count_stack(ctx, CTX_TRACEPOINT, 1, 0); }
+int on_tracepoint_1(void *ctx) { return count_stack(ctx, CTX_TRACEPOINT, 1, 1); }
 int on_call_entry(struct pt_regs *ctx) { return call_entry(ctx, 0); }
 int on_call_entry_1(struct pt_regs *ctx) { return call_entry(ctx, 1); }
 int on_call_return(struct pt_regs *ctx) { return call_return(ctx, 0); }
@@ -229,28 +254,30 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     if (state == MUTED)
         return 0;
     u64 now = bpf_ktime_get_ns();
-    u64 id = bpf_get_current_pid_tgid();
-    u32 tgid = id >> 32, tid = (u32)id;
-    if ((args->prev_state & 0xff) != 0 && is_target(tgid)) {
-        struct pending out = {.start_ns = now, .tgid = tgid, .epoch = EPOCH(state)};
-        out.user_stack_id = weighted_stack(args, slot, BPF_F_USER_STACK);
-        out.kernel_stack_id = weighted_stack(args, slot, 0);
-        blocked.update(&tid, &out);
-    }
     u32 next = args->next_pid;
     struct pending *was = blocked.lookup(&next);
-    if (!was || was->epoch != EPOCH(state))
+    if (was && was->epoch == EPOCH(state)) { /* not an earlier probe's */
+        u64 off_ns = now - was->start_ns;
+        struct wkey key = {
+            .tgid = was->tgid,
+            .tid = next,
+            .user_stack_id = was->user_stack_id,
+            .kernel_stack_id = was->kernel_stack_id,
+        };
+        blocked.delete(&next);
+        if (off_ns >= (u64)control_get(CONTROL_OFFCPU_MIN_US) * 1000)
+            add_weight(state, &key, off_ns);
+    }
+    /* Last, as the walker does not come back: the thread leaving the CPU. */
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tgid = id >> 32, tid = (u32)id;
+    if ((args->prev_state & 0xff) == 0 || !is_target(tgid))
         return 0;
-    u64 off_ns = now - was->start_ns;
-    struct wkey key = {
-        .tgid = was->tgid,
-        .tid = next,
-        .user_stack_id = was->user_stack_id,
-        .kernel_stack_id = was->kernel_stack_id,
-    };
-    blocked.delete(&next);
-    if (off_ns >= (u64)control_get(CONTROL_OFFCPU_MIN_US) * 1000)
-        add_weight(state, &key, off_ns);
+    struct pending out = {.start_ns = now, .tgid = tgid, .epoch = EPOCH(state)};
+    out.kernel_stack_id = weighted_stack(args, slot, 0);
+    unwind_blocked(args, &out, tid, slot); /* walks and stores, unless fp */
+    out.user_stack_id = weighted_stack(args, slot, BPF_F_USER_STACK);
+    blocked.update(&tid, &out);
     return 0;
 }
 

@@ -65,6 +65,8 @@ struct event {
 #define CONTROL_OFFCPU_SLOT 3   /* the slot the sched_switch handler counts for */
 #define CONTROL_FOLLOW_CHILDREN 4 /* 1: a target's children become targets (--children) */
 #define CONTROL_HOLD_AT_EXEC 5   /* this pid stops (SIGSTOP) right after its exec */
-#define CONTROL_SLOTS 6
+#define CONTROL_ENTRY_PROBES 6   /* bit s: handler slot s's on_probe_hit probes are at function
+                                  * entries (uprobes; USDT probes are not) */
+#define CONTROL_SLOTS 7
 
 #endif

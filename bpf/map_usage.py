@@ -23,12 +23,15 @@ ALL_MAPS = (
     "targets", "control", "counts0", "counts1", "stacks0", "stacks1", "drops", "events",
     "wcounts0", "wcounts1", "wstacks", "wstacks_1", "calls", "blocked",
     "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
-    "ustacks0", "ustacks1", "unwind_progs",
+    "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
+    "unwind_progs_tp",
 )  # fmt: skip
 """Every map of bpftop.bpf.c and unwind.bpf.c, in the order they are declared."""
 _SLOT_ARRAYS = frozenset({"unwind_rows", "unwind_index"})
 """Arrays filled from the start: their used slots are what the walker wrote."""
-_WALKED_MAPS = frozenset({"targets", "calls", "blocked", "unwind_procs", "wstacks", "wstacks_1"})
+_WALKED_MAPS = frozenset({
+    "targets", "calls", "blocked", "unwind_procs", "wstacks", "wstacks_1", "uwstacks0", "uwstacks1",
+})  # fmt: skip
 """Maps not drained per tick, counted by walking them (small, or empty when unused)."""
 
 

@@ -25,6 +25,7 @@ from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
+from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
@@ -37,7 +38,7 @@ WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its h
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
-CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
+CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
 EPOCH_MASK = (1 << 30) - 1
 
 
@@ -235,10 +236,19 @@ class CpuSampler:
         return tick
 
     def _attach(self, plan: Plan, slot: int) -> Attachment:
+        if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
+            load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
             control[ct.c_int(CONTROL_OFFCPU_SLOT)] = ct.c_uint32(slot)
+        if plan.spec.kind in (ProbeKind.UPROBE, ProbeKind.USDT):  # they share on_probe_hit
+            _set_bit(
+                self._bpf[b"control"],
+                CONTROL_ENTRY_PROBES,
+                slot,
+                plan.spec.kind is ProbeKind.UPROBE,
+            )
         return Attachment(self._bpf, plan, slot)
 
     def _detach_retired(self, which: Callable[[Attachment], bool] = lambda _: True) -> None:
@@ -246,6 +256,8 @@ class CpuSampler:
         for old in [a for a in self._retired if which(a)]:
             old.detach()
             clear_stacks(self._bpf[_wstacks(old.slot)])
+            if self.unwinder is not None:
+                clear_stacks(self._bpf[weighted_store(old.slot)])
             self._retired.remove(old)
 
     def _write_state(self) -> None:
@@ -267,8 +279,13 @@ class CpuSampler:
         samples = tuple(stacks.sample(key, value) for key, value in entries)
         weighted = drains.entries(f"wcounts{old}")
         if weighted:
-            wstacks = StackReader(self._bpf[_wstacks(self._gen_slot[old])])
+            slot = self._gen_slot[old]
+            ids = (key.user_stack_id for key, _ in weighted)
+            wwalked = read_walked(self._bpf[weighted_store(slot)], ids) if self.unwinder else {}
+            wstacks = StackReader(self._bpf[_wstacks(slot)], wwalked)
             samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
+        walked_samples = walked_share((k.user_stack_id, n) for k, n in entries)
+        walked_samples += walked_share((k.user_stack_id, v.count) for k, v in weighted)
         self._drained.update({
             f"counts{old}": len(entries), f"stacks{old}": stacks.distinct,
             f"wcounts{old}": len(weighted), f"ustacks{old}": len(walked),
@@ -285,6 +302,7 @@ class CpuSampler:
             lost_events=self._lost,
             dropped_samples=self._take_dropped(),
             interval_s=now - self._last_drain,
+            walked_samples=walked_samples,
         )
         self._exits.clear()
         self._execs.clear()
@@ -369,6 +387,11 @@ class CpuSampler:
 def _calls_walker(program: str) -> bool:
     """True for a program with the walker's hook (a test's own program may lack it)."""
     return "unwind_user_stack" in program
+
+
+def _set_bit(control: Any, index: int, bit: int, on: bool) -> None:
+    old = int(control[ct.c_int(index)].value)
+    control[ct.c_int(index)] = ct.c_uint32(old | (1 << bit) if on else old & ~(1 << bit))
 
 
 def _wstacks(slot: int) -> bytes:

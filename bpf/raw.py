@@ -67,6 +67,7 @@ class RawTick:
     lost_events: int = 0
     dropped_samples: int = 0
     interval_s: float = 0.0
+    walked_samples: int = 0  # samples whose user stack the .eh_frame walker made
 
     @property
     def total_samples(self) -> int:

@@ -4,10 +4,13 @@
  *
  * Appended to bpftop.bpf.c by program.py (BCC rewrites map calls only in its
  * main file), so its maps, add_count() and struct sample_key are in scope;
- * bpftop.bpf.c declares unwind_user_stack() ahead. on_cpu_sample
- * calls unwind_user_stack(): unless the mode is "fp", it stores the sample's
- * key and the user registers in a per-CPU scratch slot and tail-calls
- * unwind_walk, which walks UNWIND_FRAMES_PER_CALL frames and tail-calls
+ * bpftop.bpf.c declares the hooks ahead: unwind_user_stack() (a count: CPU
+ * samples, uprobes, USDT, kprobes, tracepoints), unwind_weighted() (a
+ * uretprobe's return) and unwind_blocked() (offcpu). Unless the mode is "fp",
+ * a hook stores what the walk is for and the user registers in a per-CPU
+ * scratch slot and tail-calls the walker of its program type (unwind_walk,
+ * unwind_walk_kp, unwind_walk_tp: a tail call stays within one type), which
+ * walks UNWIND_FRAMES_PER_CALL frames and tail-calls
  * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain bounded
  * loop costs ~13k verified instructions per frame, so it hits the verifier's
  * 1M-instruction limit at ~60 frames; bpf_loop is unusable from BCC 0.26,
@@ -99,12 +102,23 @@ struct ustack {
     u64 addrs[UNWIND_MAX_FRAMES];
 };
 
+/* What the walk is for (where unwind_finish puts its stack). */
+#define UNWIND_COUNT 0   /* one count: key into counts{active}, stack into ustacks{active} */
+#define UNWIND_WEIGHT 1  /* uretprobe: (key, leaf_ip) += weight into wcounts{active} */
+#define UNWIND_BLOCKED 2 /* offcpu: blocked[key.tid] = the thread leaving the CPU */
+
 struct unwind_state {
     struct sample_key key;
-    u32 active;
+    u32 active;      /* the generation counted into */
     u32 mode;
     u32 flags;
     u32 mapping;     /* index of the previous frame's mapping (a guess) */
+    u32 kind;        /* UNWIND_COUNT/WEIGHT/BLOCKED */
+    u32 slot;        /* WEIGHT/BLOCKED: the handler slot (its run-long store uwstacks{slot}) */
+    u32 epoch;       /* BLOCKED: the probe epoch */
+    u32 at_entry;    /* 1: the first pc is a function's first instruction (a uprobe) */
+    u64 leaf_ip;     /* WEIGHT: the probed function */
+    u64 weight;      /* WEIGHT: ns; BLOCKED: when it blocked */
     u64 pc;
     u64 sp;
     u64 bp;
@@ -121,7 +135,15 @@ BPF_F_TABLE("hash", u32, struct unwind_proc, unwind_procs, TARGETS_SIZE, BPF_F_N
 BPF_PERCPU_ARRAY(unwind_scratch, struct unwind_state, 1);
 BPF_F_TABLE("hash", u32, struct ustack, ustacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_F_TABLE("hash", u32, struct ustack, ustacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+/* Weighted probes' walked stacks, run-long per handler slot like wstacks: an
+ * offcpu entry waits in `blocked` across drains. */
+BPF_F_TABLE("hash", u32, struct ustack, uwstacks0, WSTACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_F_TABLE("hash", u32, struct ustack, uwstacks1, WSTACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+/* One walker per program type (see bpftop.bpf.c): perf events, kprobe-type
+ * programs (uprobes, USDT, kprobes), tracepoints. */
 BPF_PROG_ARRAY(unwind_progs, 1);
+BPF_PROG_ARRAY(unwind_progs_kp, 1);
+BPF_PROG_ARRAY(unwind_progs_tp, 1);
 
 /* Keeps clang from dropping a bound the verifier needs (it may drop an
  * `i & 127` bound on an index; an empty asm barrier on the index keeps it). */
@@ -284,91 +306,204 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     struct unwind_row row = {};
     if (unwind_find_row(st, proc, at, &row) && row.kind != ROW_GAP)
         return unwind_row_step(st, &row);
+    if (len == 0 && st->at_entry) { /* no table yet, but the return address is on top */
+        if (unwind_read(&st->pc, st->sp))
+            return 1;
+        st->sp += 8;
+        return 0;
+    }
     if (st->mode != UNWIND_MODE_AUTO)
         return 1;
     return unwind_fp_step(st);
 }
 
-/* Put the walked stack in this generation's store and count the sample. */
-static __always_inline void unwind_finish(struct unwind_state *st) {
-    if (st->stack.len == 0) {
-        st->key.user_stack_id = -EFAULT;
-        add_count((void *)(u64)st->active, &st->key);
-        return;
-    }
+/* Store the walked stack: ustacks{active} for a count, uwstacks{slot} for a
+ * weighted probe. Returns its id, or -errno. */
+static __always_inline s32 unwind_store(struct unwind_state *st) {
+    if (st->stack.len == 0)
+        return -EFAULT;
     u64 hash = (st->stack.hash ^ st->stack.len) * 0x9e3779b97f4a7c15ULL;
     st->stack.hash = hash;
     u32 id = (u32)(hash >> 34) | WALKER_ID_BIT;
     /* Mostly a stack seen before: look it up first, insert only when new. */
-    struct ustack *old = st->active ? ustacks1.lookup(&id) : ustacks0.lookup(&id);
+    struct ustack *old;
     int err = -EEXIST;
-    if (!old) {
-        if (st->active) {
-            err = ustacks1.insert(&id, &st->stack);
-            old = err == -EEXIST ? ustacks1.lookup(&id) : NULL; /* another CPU, just now */
-        } else {
-            err = ustacks0.insert(&id, &st->stack);
-            old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+    if (st->kind == UNWIND_COUNT) {
+        old = st->active ? ustacks1.lookup(&id) : ustacks0.lookup(&id);
+        if (!old) {
+            if (st->active) {
+                err = ustacks1.insert(&id, &st->stack);
+                old = err == -EEXIST ? ustacks1.lookup(&id) : NULL; /* another CPU, just now */
+            } else {
+                err = ustacks0.insert(&id, &st->stack);
+                old = err == -EEXIST ? ustacks0.lookup(&id) : NULL;
+            }
+        }
+    } else {
+        old = st->slot ? uwstacks1.lookup(&id) : uwstacks0.lookup(&id);
+        if (!old) {
+            if (st->slot) {
+                err = uwstacks1.insert(&id, &st->stack);
+                old = err == -EEXIST ? uwstacks1.lookup(&id) : NULL;
+            } else {
+                err = uwstacks0.insert(&id, &st->stack);
+                old = err == -EEXIST ? uwstacks0.lookup(&id) : NULL;
+            }
         }
     }
     if (err == -EEXIST)
-        st->key.user_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
-    else
-        st->key.user_stack_id = err ? err : (s32)id;
-    add_count((void *)(u64)st->active, &st->key);
+        return (old && old->hash == hash) ? (s32)id : -EEXIST;
+    return err ? err : (s32)id;
 }
 
-int unwind_walk(struct bpf_perf_event_data *ctx) {
+/* Store the walked stack and count what the walk was for. */
+static __always_inline void unwind_finish(struct unwind_state *st) {
+    st->key.user_stack_id = unwind_store(st);
+    if (st->kind == UNWIND_WEIGHT) {
+        struct wkey key = {
+            .tgid = st->key.tgid, .tid = st->key.tid, .user_stack_id = st->key.user_stack_id,
+            .kernel_stack_id = st->key.kernel_stack_id, .leaf_ip = st->leaf_ip};
+        add_weight(st->active, &key, st->weight);
+    } else if (st->kind == UNWIND_BLOCKED) {
+        struct pending out = {
+            .start_ns = st->weight, .tgid = st->key.tgid, .user_stack_id = st->key.user_stack_id,
+            .kernel_stack_id = st->key.kernel_stack_id, .epoch = st->epoch};
+        u32 tid = st->key.tid;
+        blocked.update(&tid, &out);
+    } else {
+        add_count((void *)(u64)st->active, &st->key);
+    }
+}
+
+/* Up to UNWIND_FRAMES_PER_CALL frames; returns 1 when the stack is done. */
+static __always_inline int unwind_frames(struct unwind_state *st) {
+    struct unwind_proc *proc = unwind_procs.lookup(&st->key.tgid);
+    for (int i = 0; i < UNWIND_FRAMES_PER_CALL; i++) {
+        if (unwind_step(st, proc))
+            return 1;
+    }
+    return 0;
+}
+
+/* The walker, once per program type (a tail call stays within its type):
+ * walk, go on in a new tail call of itself, finish when the stack ends (or
+ * when the tail call failed: keep what was walked). */
+int unwind_walk(void *ctx) {
     u32 zero = 0;
     struct unwind_state *st = unwind_scratch.lookup(&zero);
     if (!st)
         return 0;
-    struct unwind_proc *proc = unwind_procs.lookup(&st->key.tgid);
-    for (int i = 0; i < UNWIND_FRAMES_PER_CALL; i++) {
-        if (unwind_step(st, proc)) {
-            unwind_finish(st);
-            return 0;
-        }
-    }
-    unwind_progs.call(ctx, 0);
-    unwind_finish(st); /* the tail call failed: keep what was walked */
+    if (!unwind_frames(st))
+        unwind_progs.call(ctx, 0);
+    unwind_finish(st);
+    return 0;
+}
+int unwind_walk_kp(void *ctx) {
+    u32 zero = 0;
+    struct unwind_state *st = unwind_scratch.lookup(&zero);
+    if (!st)
+        return 0;
+    if (!unwind_frames(st))
+        unwind_progs_kp.call(ctx, 0);
+    unwind_finish(st);
+    return 0;
+}
+int unwind_walk_tp(void *ctx) {
+    u32 zero = 0;
+    struct unwind_state *st = unwind_scratch.lookup(&zero);
+    if (!st)
+        return 0;
+    if (!unwind_frames(st))
+        unwind_progs_tp.call(ctx, 0);
+    unwind_finish(st);
     return 0;
 }
 
-/* The user registers: from the sample, or the task's saved ones when the
- * sample was taken in the kernel. */
-static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx, struct unwind_state *st) {
-    if ((ctx->regs.cs & 3) == 3) {
-        st->pc = ctx->regs.ip;
-        st->sp = ctx->regs.sp;
-        st->bp = ctx->regs.bp;
+/* The user registers: `regs` when they are user mode (a perf sample taken
+ * there, a uprobe), else the task's saved ones (a sample taken in the kernel,
+ * a kprobe, a tracepoint: regs NULL). */
+static __always_inline int unwind_user_regs(struct pt_regs *regs, struct unwind_state *st) {
+    if (regs && (regs->cs & 3) == 3) {
+        st->pc = regs->ip;
+        st->sp = regs->sp;
+        st->bp = regs->bp;
         return 0;
     }
-    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-    if (!regs)
+    struct pt_regs *task = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+    if (!task)
         return -1;
-    if (bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &regs->ip) ||
-        bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &regs->sp) ||
-        bpf_probe_read_kernel(&st->bp, sizeof(st->bp), &regs->bp))
+    if (bpf_probe_read_kernel(&st->pc, sizeof(st->pc), &task->ip) ||
+        bpf_probe_read_kernel(&st->sp, sizeof(st->sp), &task->sp) ||
+        bpf_probe_read_kernel(&st->bp, sizeof(st->bp), &task->bp))
         return -1;
     return 0;
 }
 
-/* The hook: returns only in "fp" mode or when the walker cannot start. */
-static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx, struct sample_key *key, u32 active) {
+/* The scratch state set up for a walk from `regs`, or NULL ("fp" mode, or no
+ * user registers: the caller uses get_stackid). */
+static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u32 kind) {
     u32 zero = 0;
     u32 *mode = unwind_mode.lookup(&zero);
     if (!mode || *mode == UNWIND_MODE_FP)
-        return;
+        return NULL;
     struct unwind_state *st = unwind_scratch.lookup(&zero);
-    if (!st || unwind_user_regs(ctx, st))
-        return;
-    st->key = *key;
-    st->active = active;
+    if (!st || unwind_user_regs(regs, st))
+        return NULL;
+    st->kind = kind;
+    st->at_entry = 0;
     st->mode = *mode;
     st->flags = 0;
     st->mapping = 0;
     st->stack.len = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
-    unwind_progs.call(ctx, 0);
+    return st;
+}
+
+/* The hooks (declared in bpftop.bpf.c): they return only when the walker
+ * cannot run. A count: */
+static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key, u32 active,
+                                              u32 at_entry) {
+    struct pt_regs *regs = ctx_kind == CTX_TRACEPOINT ? NULL : (struct pt_regs *)ctx;
+    struct unwind_state *st = unwind_begin(regs, UNWIND_COUNT);
+    if (!st)
+        return;
+    st->key = *key;
+    st->active = active;
+    st->at_entry = at_entry;
+    if (ctx_kind == CTX_PERF)
+        unwind_progs.call(ctx, 0);
+    else if (ctx_kind == CTX_KPROBE)
+        unwind_progs_kp.call(ctx, 0);
+    else
+        unwind_progs_tp.call(ctx, 0);
+}
+
+/* A uretprobe's return: (key, leaf_ip) gets `weight_ns`. */
+static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state, u32 slot,
+                                            u64 weight_ns) {
+    struct unwind_state *st = unwind_begin(ctx, UNWIND_WEIGHT);
+    if (!st)
+        return;
+    st->key.tgid = key->tgid;
+    st->key.tid = key->tid;
+    st->key.kernel_stack_id = key->kernel_stack_id;
+    st->leaf_ip = key->leaf_ip;
+    st->active = state & 1;
+    st->slot = slot;
+    st->weight = weight_ns;
+    unwind_progs_kp.call(ctx, 0);
+}
+
+/* offcpu: the thread `tid` leaves the CPU blocked; `out` is its entry. */
+static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {
+    struct unwind_state *st = unwind_begin(NULL, UNWIND_BLOCKED);
+    if (!st)
+        return;
+    st->key.tgid = out->tgid;
+    st->key.tid = tid;
+    st->key.kernel_stack_id = out->kernel_stack_id;
+    st->slot = slot;
+    st->epoch = out->epoch;
+    st->weight = out->start_ns;
+    unwind_progs_tp.call(ctx, 0);
 }

@@ -8,8 +8,12 @@
 
 /* Storing our frame address makes GCC keep a real frame (push rbp; mov rsp,rbp)
  * even in leaf functions, so a frame-pointer walk sees every caller. */
+#ifdef NO_KEEP_FRAME /* the -fomit-frame-pointer builds (*_nofp) */
+#define KEEP_FRAME() ((void)0)
+#else
 static void *volatile frame_sink;
 #define KEEP_FRAME() (frame_sink = __builtin_frame_address(0))
+#endif
 
 /* `units` of pure CPU work; the cost is linear in units. */
 #define SPIN(units)                                                            \

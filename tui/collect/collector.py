@@ -27,16 +27,15 @@ from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
 from bpftop.tui.collect.early import (
-    BPF_FP,
-    BPF_WALKER,
     FIRST_TICK_S,
     BackgroundLoad,
     EarlyFeed,
     Qualities,
+    bpf_qualities,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_heap
-from bpftop.tui.collect.sampler import PERF_KINDS, Sampler
+from bpftop.tui.collect.sampler import Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
     Followed,
@@ -349,10 +348,8 @@ class Collector:
         self._probes.active.events += tick.total_samples
 
     def _bpf_quality(self, tick: RawTick) -> Qualities:
-        """How this tick's BPF user stacks were made (the walker: perf events only)."""
-        walker = getattr(self._sampler, "unwinder", None) is not None
-        walked = walker and self._sampler.spec.kind in PERF_KINDS
-        return {BPF_WALKER if walked else BPF_FP: tick.total_samples}
+        """How this tick's BPF user stacks were made (see bpf_qualities)."""
+        return bpf_qualities(tick, getattr(self._sampler, "unwinder", None) is not None)
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1

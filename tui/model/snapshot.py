@@ -26,6 +26,9 @@ __all__ = [
 
 
 EARLY_QUALITY_PREFIX = "perf_event"  # stack qualities of the compile-free early sampler
+# The stack quality of BPF samples whose context gave the .eh_frame walker no user
+# registers: their user stacks are frame-pointer walks (bpf_get_stackid).
+NO_USER_REGS_QUALITY = "BPF frame pointers (no user registers for the walker)"
 
 
 class Phase(StrEnum):
@@ -83,6 +86,11 @@ class CollectionStats:
     def early_samples(self) -> int:
         """Samples taken by perf_event before BPF counted (their stacks may differ)."""
         return sum(n for q, n in self.stack_quality if q.startswith(EARLY_QUALITY_PREFIX))
+
+    @property
+    def no_user_registers(self) -> int:
+        """BPF samples whose context gave the walker no user registers (frame pointers instead)."""
+        return dict(self.stack_quality).get(NO_USER_REGS_QUALITY, 0)
 
     @property
     def failed_stacks(self) -> int:

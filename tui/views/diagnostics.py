@@ -44,6 +44,11 @@ def verdict(snapshot: Snapshot) -> Text:
     if full:
         problems.append("nearly full: " + ", ".join(full))
     problems += unwind_problems(snapshot.unwind)
+    if stats.no_user_registers:
+        problems.append(
+            f"{stats.no_user_registers:,} user stacks by frame pointers: the probe's context "
+            "gave the .eh_frame walker no user registers"
+        )
     if not problems:
         return Text("✔ nothing lost, every frame named: the numbers can be trusted", "bold green")
     return Text("⚠ " + "; ".join(problems), "bold yellow")
@@ -95,7 +100,7 @@ def counters_table(snapshot: Snapshot) -> Table:
     table.add_row("dropped samples (map full)", _bad(stats.dropped_samples))
     for kind, n in stats.stack_errors:
         table.add_row(f"failed stack reads: {kind}", _bad(n))
-    if stats.early_samples:  # only then do stacks of two qualities mix
+    if stats.early_samples or stats.no_user_registers:  # stacks of two qualities mix
         for quality, n in stats.stack_quality:
             table.add_row(f"user stacks by {quality}", f"{n:,}")
     return table

@@ -1,0 +1,87 @@
+"""Probe stacks from the .eh_frame walker: its copies per program type and the
+weighted probes' walked stacks.
+
+A tail call reaches only a program of the caller's type (a BPF_PROG_ARRAY
+belongs to the type of the first program loaded with it; the kernel refuses
+another type's caller with EINVAL, and refuses to store another type's
+program in it), so the walker of ``unwind.bpf.c`` is loaded once per program
+type that calls it: ``unwind_walk`` for perf events (by
+:class:`~bpftop.bpf.unwinder.Unwinder`), ``unwind_walk_kp`` for kprobe-type
+programs (uprobes, uretprobes, USDT, kprobes) and ``unwind_walk_tp`` for
+tracepoints (``on_tracepoint``, offcpu's ``sched_switch``), each in its own
+array. BCC's ``load_func`` returns the first load of a name whatever type is
+asked, so each copy has its own name.
+
+Owns :func:`load_probe_walker` (on a probe kind's first use),
+:func:`read_walked` (the weighted probes' walked stacks, kept run-long per
+handler slot in ``uwstacks0/1``, read by id) and :func:`walked_share` (how
+many samples of a drain the walker made).
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+from collections.abc import Iterable
+from typing import Any
+
+from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.raw import Addresses
+from bpftop.bpf.unwinder import WALKER_ID_BIT
+
+# (function, its prog array, BCC's program type attribute)
+KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")
+TRACEPOINT_WALKER = (b"unwind_walk_tp", b"unwind_progs_tp", "TRACEPOINT")
+PROBE_WALKERS = (KPROBE_WALKER, TRACEPOINT_WALKER)
+_WALKER_OF = {
+    ProbeKind.UPROBE: KPROBE_WALKER,
+    ProbeKind.URETPROBE: KPROBE_WALKER,
+    ProbeKind.USDT: KPROBE_WALKER,
+    ProbeKind.KPROBE: KPROBE_WALKER,
+    ProbeKind.KRETPROBE: KPROBE_WALKER,
+    ProbeKind.TRACEPOINT: TRACEPOINT_WALKER,
+    ProbeKind.OFFCPU: TRACEPOINT_WALKER,
+}
+
+
+def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
+    """Make sure the walker copy that probe ``kind``'s handlers tail-call is
+    loaded and in its array (``program_types``: ``bcc.BPF``, whose attributes
+    name the types). Loaded on first use: each copy takes ~0.5 s to verify, so
+    a run that only samples CPU does not pay for them. Until it is there, the
+    handlers' tail call fails and they use ``bpf_get_stackid``. Returns True
+    when it was loaded now."""
+    found = _WALKER_OF.get(kind)
+    if found is None or found[0] in bpf.funcs:
+        return False
+    name, array, program_type = found
+    walker = bpf.load_func(name, getattr(program_types, program_type))
+    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
+    return True
+
+
+def weighted_store(slot: int) -> bytes:
+    """The run-long store of the walked stacks of handler slot ``slot``."""
+    return b"uwstacks1" if slot else b"uwstacks0"
+
+
+def is_walked(stack_id: int) -> bool:
+    """True for a stack id of the walker's stores (get_stackid's are below the bit)."""
+    return stack_id >= 0 and bool(stack_id & WALKER_ID_BIT)
+
+
+def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, Addresses]:
+    """The walked stacks of ``stack_ids`` found in ``table`` (a ``uwstacks`` map).
+    They stay there: an offcpu entry may still refer to them."""
+    found: dict[int, Addresses] = {}
+    for stack_id in {s for s in stack_ids if is_walked(s)}:
+        try:
+            leaf = table[ct.c_uint32(stack_id)]
+        except KeyError:
+            continue
+        found[stack_id] = tuple(leaf.addrs[: min(int(leaf.len), len(leaf.addrs))])
+    return found
+
+
+def walked_share(counted: Iterable[tuple[int, int]]) -> int:
+    """Of (user stack id, samples) pairs, the samples whose stack the walker made."""
+    return sum(n for stack_id, n in counted if is_walked(stack_id))
