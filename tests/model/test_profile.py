@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.formats.folded import folded_lines
-from bpftop.tui.model.profile import MAX_PENDING, Profile
+from bpftop.tui.model.profile import MAX_PENDING, MAX_UNPLACED, Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 
 
@@ -240,3 +240,16 @@ def test_stacks_placed_together_make_the_tree_they_make_one_by_one() -> None:
     alone.remove("app0", stacks[0], 1_000)
     assert sorted(folded_lines(together.tree())) == sorted(folded_lines(alone.tree()))
     assert together.hot_functions() == alone.hot_functions()
+
+
+def test_new_stacks_nobody_reads_are_placed_in_bounded_batches() -> None:
+    # record reads the profile once, at the end: the new stacks waiting to be
+    # placed (and the temporary arrays of their batch) must not pile up till then.
+    p = Profile()
+    for i in range(MAX_UNPLACED * 2 + 5):
+        p.add("app", (u("main"), u(f"f{i % 50}"), u(f"g{i}")), 1)
+    assert len(p._unplaced) < MAX_UNPLACED
+    assert p.total_samples == MAX_UNPLACED * 2 + 5
+    assert walk(p.tree(), "app", "main", "f7").total_count == len(
+        range(7, MAX_UNPLACED * 2 + 5, 50)
+    )

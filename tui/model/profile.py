@@ -41,6 +41,8 @@ MAX_MEMO = 65_536
 """Distinct stacks remembered (more than the collector caches)."""
 MAX_PENDING = 100_000
 """Counts buffered before they are applied even if nobody reads the profile."""
+MAX_UNPLACED = 4_096
+"""New stacks placed together at most (a profile nobody reads places them in batches)."""
 MAX_FRAME_KEYS = 500_000
 """Frames whose key id and flags are remembered (by object; the symbolizer shares them)."""
 
@@ -161,6 +163,8 @@ class Profile:
             self._table = StackTable()
         stack = self._stacks[id(frames)] = _Stack(process, frames)
         self._unplaced.append(stack)
+        if len(self._unplaced) >= MAX_UNPLACED:
+            self._place()  # bounds the batch's temporary arrays
         return stack
 
     def _place(self) -> None:
