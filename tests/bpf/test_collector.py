@@ -150,3 +150,16 @@ def test_headless_ticks_carry_no_tree_and_the_last_snapshot_has_everything(demo)
     assert last is not None and last is watched.snapshots[-1]
     assert last.tree.total_count == last.stats.total_samples > 50
     assert "mix_round" in labels(last)
+
+
+def test_the_fallback_headers_note_stays_in_every_snapshot(demo) -> None:
+    # This kernel has no headers of its own: BPF is compiled against Debian's,
+    # and the header must say so for as long as it samples, not for one tick.
+    watched = Watched(Collector(demo.pid, CpuSampler(99), interval_s=0.2))
+    try:
+        first = watched.wait(lambda s: "no headers for kernel" in s.message, 60)
+        watched.wait(lambda s: s.seq >= first.seq + 3, 10)
+    finally:
+        watched.collector.stop()
+    later = [s for s in watched.snapshots if s.seq >= first.seq]
+    assert len(later) >= 4 and all("no headers for kernel" in s.message for s in later)

@@ -104,7 +104,7 @@ class Collector:
         self._early_perf = early
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
-        self._bpf_missing = ""  # BPF could not load: said in every snapshot
+        self._note = ""  # said in every snapshot: BPF could not load, or fallback headers
         self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
@@ -219,15 +219,16 @@ class Collector:
             release(self._launched)
             self._on_exec(self.pid)
             resume(self._launched)
-        self._post(Phase.SAMPLING, self._sampler.header_note)
+        self._note = self._sampler.header_note
+        self._post(Phase.SAMPLING, self._note)
 
     def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
         """BPF did not load: go on with the early sampler if it runs, else raise."""
         if feed is None or not feed.running or not isinstance(error, BpftopError):
             raise error
         self.bpf_problem = str(error)
-        self._bpf_missing = f"perf_event only, BPF failed: {error.message}"
-        self._post(Phase.SAMPLING, self._bpf_missing)
+        self._note = f"perf_event only, BPF failed: {error.message}"
+        self._post(Phase.SAMPLING, self._note)
         return bool(self._loop(lambda: self._absorb(*feed.tick())))
 
     def _finish(self, exited: bool) -> None:
@@ -265,9 +266,9 @@ class Collector:
                 tick()  # what came in while the last tick was absorbed (it can be slow)
                 self._post(Phase.EXITED, f"process {self.pid} exited")
                 return True
-            self._post(Phase.SAMPLING, self._bpf_missing)
+            self._post(Phase.SAMPLING, self._note)
         tick()  # what came in since the last tick
-        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._bpf_missing)
+        self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._note)
         return False
 
     def _serve_after_exit(self) -> None:
