@@ -21,8 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-import psutil
-
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
@@ -95,15 +93,14 @@ class Collector:
         self._probe_message = ""
         self._commands = Commands()
         self._process: ProcessWatch | SystemWatch = (
-            SystemWatch() if system_wide else ProcessWatch(pid)
+            SystemWatch() if system_wide else ProcessWatch(pid, extra_pids)
         )
         self._threads = ThreadNames(pid)
         self._overhead = OverheadMeter()
         self._seq = 0
         self._stop = threading.Event()
         self._wake = threading.Event()  # a request arrived, or stop
-        # Asked for by the app (the L key); a plain bool, read between ticks.
-        self.source_lines = False
+        self.source_lines = False  # the app's L key: a plain bool, read between ticks
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -267,10 +264,11 @@ class Collector:
                 deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
-            if self._process.exited() and not any(map(psutil.pid_exists, self._targets[1:])):
-                tick()  # what came in while the last tick was absorbed (it can be slow)
-                self._post(Phase.EXITED, f"process {self.pid} exited")
-                return True
+            if self._process.exited():
+                tick()  # what came in while the last tick was absorbed (forks too)
+                if self._process.exited():
+                    self._post(Phase.EXITED, f"process {self.pid} exited")
+                    return True
             self._post(Phase.SAMPLING, self._bpf_missing)
         tick()  # what came in since the last tick
         self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._bpf_missing)
@@ -332,11 +330,13 @@ class Collector:
         self._labels.forget(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
-                self._process = ProcessWatch(tgid)
+                self._process = self._process.reopened()
 
     def _on_fork(self, child: int) -> None:
         if is_process(child):
             self._symbolizer.prepare(child, preload=True)
+            if isinstance(self._process, ProcessWatch):
+                self._process.follow(child)  # the run goes on while it lives
         else:  # a new thread of a target: its process is counted already
             self._sampler.remove_target(child)
 

@@ -1,7 +1,8 @@
 """Facts about the profiled process, tick to tick.
 
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
-exited), :class:`ThreadNames` (tid -> name from /proc, once per thread) and
+and every other process that keeps the run going exited: a process lives
+while any of its threads does), :class:`ThreadNames` (tid -> name from /proc, once per thread) and
 :func:`trim_heap` (bpftop's own freed memory back to the system).
 Used only from the collector thread.
 """
@@ -12,6 +13,8 @@ import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
+import os
+from collections.abc import Iterable
 
 import psutil
 
@@ -23,9 +26,13 @@ from bpftop.tui.model.snapshot import ProcessInfo
 class ProcessWatch:
     """psutil facts about the target, and whether it has exited."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, others: Iterable[int] = ()) -> None:
+        """``others``: more processes (-p -p) that keep the run going while they live."""
         self.pid = pid
-        self.gone = False
+        self.gone = False  # the main target is gone
+        self._others: dict[int, int] = {}  # pid -> start time (a reused pid is another process)
+        for other in others:
+            self.follow(other)
         try:
             self._proc = psutil.Process(pid)
             if self._proc.status() == psutil.STATUS_ZOMBIE:
@@ -39,19 +46,36 @@ class ProcessWatch:
         self._last = ProcessInfo(pid, self.name, self._cmdline, 0.0, 0, 0, True)
         self._proc.cpu_percent()  # prime: the first call always returns 0.0
 
-    def exited(self) -> bool:
-        """True once the process is gone (a zombie counts as gone).
+    def follow(self, pid: int) -> None:
+        """Process ``pid`` (a child --children follows) keeps the run going while it lives."""
+        started = start_time(pid)
+        if started is not None:
+            self._others[pid] = started
 
-        An exit event of the main thread alone does not decide it (a main
-        thread may exit early and leave a live process), so psutil does.
+    def reopened(self) -> ProcessWatch:
+        """A fresh watch of the same process (it exec'd: new name and command line),
+        following the same processes; raises NoSuchProcessError."""
+        watch = ProcessWatch(self.pid)
+        watch._others = self._others
+        return watch
+
+    def exited(self) -> bool:
+        """True once the target and every followed process are gone.
+
+        A process is gone when none of its threads runs (zombies do not): a
+        main thread that exits early leaves a zombie leader and a live
+        process, and a parent may exit before the children it forked.
         """
         if not self.gone:
             self.gone = not self._alive()
-        return self.gone
+        for pid, started in list(self._others.items()):
+            if start_time(pid) != started or not any_thread_alive(pid):
+                del self._others[pid]
+        return self.gone and not self._others
 
     def _alive(self) -> bool:
         try:
-            return self._proc.is_running() and self._proc.status() != psutil.STATUS_ZOMBIE
+            return self._proc.is_running() and any_thread_alive(self.pid)
         except psutil.Error:
             return False
 
@@ -72,6 +96,34 @@ class ProcessWatch:
         except psutil.Error:
             self.gone = True
         return self._last
+
+
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a /proc stat file after the command name ([] if unreadable)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot), None if it is gone."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def any_thread_alive(pid: int) -> bool:
+    """Does any thread of process ``pid`` still run (is not a zombie or dead)?"""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+        if fields and fields[0] not in ("Z", "X", "x"):
+            return True
+    return False
 
 
 class ThreadNames:
