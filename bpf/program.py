@@ -28,6 +28,7 @@ from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
+from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
 from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 
@@ -35,7 +36,6 @@ PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
-SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC = 4, 5
 EPOCH_MASK = (1 << 30) - 1
@@ -261,7 +261,7 @@ class CpuSampler:
         self._gen ^= 1
         self._gen_slot[self._gen] = self._epoch & 1
         self._write_state()
-        time.sleep(SETTLE_S)
+        wait_for_handlers()  # none still writes the old generation
         drains = self._drains = self._drains or MapDrains(self._bpf)
         walked = self.unwinder.take_stacks(old) if self.unwinder else {}
         stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked)
