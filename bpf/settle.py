@@ -26,14 +26,14 @@ FALLBACK_SLEEP_S = 0.001
 
 _libc = ct.CDLL(None, use_errno=True)
 _libc.syscall.restype = ct.c_long
-_usable = _SYS_MEMBARRIER is not None
+_usable = True
 
 
 def wait_for_handlers() -> bool:
     """Return once every BPF handler running when called has returned; False
     when that could only be approximated by a sleep."""
     global _usable
-    if _usable:
+    if _usable and _SYS_MEMBARRIER is not None:
         res = _libc.syscall(ct.c_long(_SYS_MEMBARRIER), ct.c_int(MEMBARRIER_CMD_GLOBAL), 0, 0)
         if res == 0:
             return True
