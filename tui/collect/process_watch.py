@@ -35,10 +35,10 @@ class ProcessWatch:
             self.follow(other)
         try:
             self._proc = psutil.Process(pid)
-            if self._proc.status() == psutil.STATUS_ZOMBIE:
+            if not any_thread_alive(pid):  # a zombie leader with live threads is alive
                 raise psutil.ZombieProcess(pid)
             self.name = self._proc.name()
-            self._cmdline = " ".join(self._proc.cmdline()) or f"[{self.name}]"
+            self._cmdline = " ".join(_cmdline(self._proc)) or f"[{self.name}]"
         except psutil.Error:
             raise NoSuchProcessError(
                 f"process {pid} has exited", "check the pid with ps or pgrep"
@@ -96,6 +96,14 @@ class ProcessWatch:
         except psutil.Error:
             self.gone = True
         return self._last
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    """The command line; none once the main thread has exited (its memory is gone)."""
+    try:
+        return proc.cmdline()
+    except psutil.ZombieProcess:
+        return []
 
 
 def _stat_fields(path: str) -> list[str]:
