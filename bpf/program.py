@@ -29,7 +29,13 @@ from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
-from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
+from bpftop.bpf.stats import (
+    ProgStats,
+    disable_run_stats,
+    enable_run_stats,
+    missed_runs,
+    prog_stats,
+)
 from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 
 PROGRAM_DIR = Path(__file__).resolve().parent
@@ -348,7 +354,10 @@ class CpuSampler:
         self.close()
 
     def _take_dropped(self) -> int:
+        """Samples the kernel saw but could not count: the counts map was full, or
+        it skipped a sample handler (another BPF program had that CPU)."""
         total = int(self._bpf[b"drops"].sum(ct.c_int(0)).value)
+        total += sum(missed_runs(f.fd) for n, f in self._bpf.funcs.items() if n not in _NOT_SAMPLES)
         delta, self._dropped_seen = total - self._dropped_seen, total
         return delta
 
@@ -363,6 +372,13 @@ class CpuSampler:
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost
+
+
+_NOT_SAMPLES = {  # handlers that report events, not samples
+    b"tracepoint__sched__sched_process_exec",
+    b"tracepoint__sched__sched_process_fork",
+    b"tracepoint__sched__sched_process_exit",
+}
 
 
 def _calls_walker(program: str) -> bool:
