@@ -10,6 +10,11 @@ registers ip, sp, bp and a copy of the top of the user stack (for an
 while parsing. Used to sample while BCC compiles, and instead of BPF when
 BPF cannot load. ``close()`` unmaps and closes everything.
 
+Lost records come from each event's count (read(2), PERF_FORMAT_LOST; before
+6.0 from PERF_RECORD_LOST): the kernel writes that record only before the
+first record that fits after a drain, so a ring full until its last drain
+would never report its loss.
+
 Layouts and constants are from man perf_event_open(2) and
 linux/perf_event.h (x86-64).
 """
@@ -22,7 +27,7 @@ import mmap
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -47,6 +52,7 @@ REGS_USER_MASK = (1 << PERF_REG_X86_BP) | (1 << PERF_REG_X86_SP) | (1 << PERF_RE
 # attr flag bits (the bitfield after read_format)
 ATTR_DISABLED, ATTR_FREQ, ATTR_USE_CLOCKID = 1 << 0, 1 << 10, 1 << 25
 PERF_RECORD_LOST, PERF_RECORD_SAMPLE = 2, 9
+PERF_FORMAT_LOST = 1 << 4  # read(2) gives {value, lost}
 # Callchain context markers (-128, -512 as u64; every value >= -4095 is a marker).
 CONTEXT_KERNEL, CONTEXT_USER, CONTEXT_MAX = 2**64 - 128, 2**64 - 512, 2**64 - 4095
 # mmap control page: offsets of data_head, data_tail, data_offset, data_size.
@@ -166,6 +172,7 @@ class _Ring:
 
     def __init__(self, fd: int, pages: int) -> None:
         self.fd = fd
+        self.lost_read = 0  # the event's lost count at the last take (PERF_FORMAT_LOST)
         size = (1 + pages) * mmap.PAGESIZE
         try:
             self.map = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -191,6 +198,12 @@ class _Ring:
             chunk = self.map[base + start : base + self.data_size] + self.map[base : base + end]
         struct.pack_into("<Q", self.map, TAIL_AT, head)
         return chunk
+
+    def lost_since(self) -> int:
+        """Records the kernel could not write since the last call (PERF_FORMAT_LOST)."""
+        lost: int = struct.unpack("<QQ", os.read(self.fd, 16))[1]  # {value, lost}
+        new, self.lost_read = lost - self.lost_read, lost
+        return new
 
     def close(self) -> None:
         self.map.close()
@@ -225,7 +238,8 @@ class PerfSampler:
         self.ring_pages = ring_pages
         self.stack_budget_bytes = stack_budget_bytes
         self._rings: dict[int, _Ring] = {}
-        self._lost = 0
+        self._lost = 0  # from PERF_RECORD_LOST records (kept only without PERF_FORMAT_LOST)
+        self._lost_readable = True
 
     @property
     def cpus(self) -> tuple[int, ...]:
@@ -242,6 +256,7 @@ class PerfSampler:
         attr.sample_type = SAMPLE_TYPE
         attr.flags = ATTR_DISABLED | ATTR_FREQ | ATTR_USE_CLOCKID
         attr.clockid = CLOCK_MONOTONIC
+        attr.read_format = PERF_FORMAT_LOST if self._lost_readable else 0
         attr.sample_regs_user = REGS_USER_MASK
         attr.sample_stack_user = self.stack_bytes
         return attr
@@ -249,6 +264,15 @@ class PerfSampler:
     def open(self) -> None:
         """Open (disabled) one event and ring per online CPU; raises PerfEventError
         or PermissionsError, leaving nothing open."""
+        try:
+            self._open_rings()
+        except PerfEventError:
+            if not self._lost_readable:
+                raise
+            self._lost_readable = False  # a kernel before 6.0: no PERF_FORMAT_LOST (EINVAL)
+            self._open_rings()
+
+    def _open_rings(self) -> None:
         attr = self.attr()
         try:
             for cpu in online_cpus():
@@ -271,18 +295,20 @@ class PerfSampler:
     def drain(self) -> PerfDrain:
         """The target samples and lost counts of every ring since the last drain."""
         samples: list[PerfSample] = []
-        dropped = 0
+        dropped = lost = 0
         for ring in self._rings.values():
+            if self._lost_readable:  # read before the take: all it counts is before the head
+                lost += ring.lost_since()
             for sample in self._parse(ring.take()):
                 if sample.stack_bytes:
                     if self.stack_budget_bytes >= len(sample.stack_bytes):
                         self.stack_budget_bytes -= len(sample.stack_bytes)
                     else:
                         dropped += 1
-                        sample = _without_copy(sample)
+                        sample = replace(sample, stack_bytes=b"")
                 samples.append(sample)
-        lost, self._lost = self._lost, 0
-        return PerfDrain(tuple(samples), lost, dropped)
+        in_records, self._lost = self._lost, 0
+        return PerfDrain(tuple(samples), lost if self._lost_readable else in_records, dropped)
 
     def _parse(self, chunk: bytes) -> Iterable[PerfSample]:
         at = 0
@@ -365,13 +391,6 @@ def ring_pages_for(sample_hz: int, stack_bytes: int) -> int:
     while pages < need and pages < 4096:
         pages *= 2
     return pages
-
-
-def _without_copy(sample: PerfSample) -> PerfSample:
-    return PerfSample(
-        sample.tgid, sample.tid, sample.cpu, sample.time_ns,
-        sample.kernel_stack, sample.user_stack, sample.regs, b"",
-    )  # fmt: skip
 
 
 def _ioctl(fd: int, request: int) -> None:

@@ -29,14 +29,20 @@ from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
-from bpftop.bpf.stats import ProgStats, disable_run_stats, enable_run_stats, prog_stats
+from bpftop.bpf.settle import wait_for_handlers
+from bpftop.bpf.stats import (
+    ProgStats,
+    disable_run_stats,
+    enable_run_stats,
+    missed_runs,
+    prog_stats,
+)
 from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
-SETTLE_S = 0.001  # after a generation flip, let in-flight handlers finish
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
 EPOCH_MASK = (1 << 30) - 1
@@ -271,7 +277,7 @@ class CpuSampler:
         self._gen ^= 1
         self._gen_slot[self._gen] = self._epoch & 1
         self._write_state()
-        time.sleep(SETTLE_S)
+        wait_for_handlers()  # none still writes the old generation
         drains = self._drains = self._drains or MapDrains(self._bpf)
         walked = self.unwinder.take_stacks(old) if self.unwinder else {}
         stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked)
@@ -366,7 +372,10 @@ class CpuSampler:
         self.close()
 
     def _take_dropped(self) -> int:
+        """Samples the kernel saw but could not count: the counts map was full, or
+        it skipped a sample handler (another BPF program had that CPU)."""
         total = int(self._bpf[b"drops"].sum(ct.c_int(0)).value)
+        total += sum(missed_runs(f.fd) for n, f in self._bpf.funcs.items() if n not in _NOT_SAMPLES)
         delta, self._dropped_seen = total - self._dropped_seen, total
         return delta
 
@@ -382,6 +391,13 @@ class CpuSampler:
 
     def _on_lost(self, lost: int) -> None:
         self._lost += lost
+
+
+_NOT_SAMPLES = {  # handlers that report events, not samples
+    b"tracepoint__sched__sched_process_exec",
+    b"tracepoint__sched__sched_process_fork",
+    b"tracepoint__sched__sched_process_exit",
+}
 
 
 def _calls_walker(program: str) -> bool:

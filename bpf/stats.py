@@ -3,11 +3,13 @@
 ``BPF_ENABLE_STATS`` turns on per-program run time and run counts for as long
 as the returned fd stays open (so they go off again when bpftop exits, unlike
 the global ``kernel.bpf_stats_enabled`` sysctl). The numbers are read from
-``/proc/self/fdinfo/<prog fd>`` (``run_time_ns``, ``run_cnt``).
+``/proc/self/fdinfo/<prog fd>`` (``run_time_ns``, ``run_cnt``), as are the
+runs the kernel skipped (``recursion_misses``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -50,13 +52,29 @@ def disable_run_stats(fd: int | None) -> None:
 
 def prog_stats(prog_fd: int) -> ProgStats:
     """Run time and count of the program behind ``prog_fd`` (zeros if unknown)."""
-    fields: dict[str, int] = {}
+    fields = fdinfo_numbers(prog_fd)
+    return ProgStats(fields.get("run_time_ns", 0), fields.get("run_cnt", 0))
+
+
+def missed_runs(prog_fd: int) -> int:
+    """Runs of the program the kernel skipped (``recursion_misses``, counted
+    whether stats are on or not): a kprobe or tracepoint handler that fired
+    while another BPF program, or a BPF map syscall, held that CPU."""
+    return fdinfo_numbers(prog_fd).get("recursion_misses", 0)
+
+
+def fdinfo_numbers(fd: int) -> dict[str, int]:
+    """The numeric ``key: value`` lines of /proc/self/fdinfo/FD ({} if unreadable)."""
     try:
-        text = Path(f"/proc/self/fdinfo/{prog_fd}").read_text()
+        return parse_fdinfo(Path(f"/proc/self/fdinfo/{fd}").read_text())
     except OSError:
-        return ProgStats()
+        return {}
+
+
+def parse_fdinfo(text: str) -> dict[str, int]:
+    fields: dict[str, int] = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key in ("run_time_ns", "run_cnt"):
-            fields[key] = int(value.strip())
-    return ProgStats(fields.get("run_time_ns", 0), fields.get("run_cnt", 0))
+        with contextlib.suppress(ValueError):
+            fields[key.strip()] = int(value.strip())
+    return fields

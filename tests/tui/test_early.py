@@ -72,6 +72,16 @@ def test_hand_over_keeps_each_cpu_samples_before_its_first_bpf_sample() -> None:
     assert not fake.enabled and not fake.opened
 
 
+def test_hand_over_reads_the_first_bpf_samples_after_the_last_perf_sample() -> None:
+    """BPF's first sample on CPU 1 (t=25) comes after the last wait but before the
+    perf events are disabled: the perf sample at t=30 is BPF's too, not kept."""
+    fake = FakePerf()
+    feed = feed_of(fake)
+    fake.queue.append(PerfDrain((sample(0, 10), sample(1, 20), sample(1, 30))))
+    tick, _ = feed.hand_over(lambda: {0: 15} if fake.enabled else {0: 15, 1: 25})
+    assert tick.total_samples == 2, "cpu 0: t=10; cpu 1: t=20"
+
+
 def test_without_tables_the_user_stack_is_the_frame_pointer_chain() -> None:
     stacks = EarlyStacks(())  # no targets: no tables are built
     s = sample(0, 1)

@@ -263,9 +263,10 @@ class Collector:
             self._apply_requests()
             tick()
             if self._process.exited() and not self._followed.alive():
-                tick()  # what came in while the last tick was absorbed (it can be slow)
-                self._post(Phase.EXITED, f"process {self.pid} exited")
-                return True
+                tick()  # what came in while the last tick was absorbed (forks too)
+                if self._process.exited() and not self._followed.alive():
+                    self._post(Phase.EXITED, f"process {self.pid} exited")
+                    return True
             self._post(Phase.SAMPLING, self._note)
         tick()  # what came in since the last tick
         self._post(Phase.EXITED if self._process.gone else Phase.SAMPLING, self._note)

@@ -107,16 +107,17 @@ class EarlyFeed:
         period_s = 1.0 / max(1, self._perf.sample_hz)
         deadline = time.monotonic() + HANDOVER_PERIODS * period_s
         cpus = self._perf.cpus
-        cuts = dict(first_bpf_ns())
-        while any(not cuts.get(c) for c in cpus) and time.monotonic() < deadline:
+        while any(not first_bpf_ns().get(c) for c in cpus) and time.monotonic() < deadline:
             time.sleep(period_s / 4)
-            cuts = dict(first_bpf_ns())
-        now_ns = time.monotonic_ns()  # a CPU without a BPF sample yet: BPF had none before now
         with self._lock:
             self._perf.disable()
+        # Read after the last perf sample: a CPU still without a BPF sample had
+        # none before any perf sample kept (read earlier, BPF's first sample could
+        # fall between the read and the disable, and be counted twice).
+        cuts = dict(first_bpf_ns())
         self.poll()
         self.close()
-        return self._tick(lambda s: s.time_ns < (cuts.get(s.cpu) or now_ns))
+        return self._tick(lambda s: not cuts.get(s.cpu) or s.time_ns < cuts[s.cpu])
 
     def _tick(self, keep: Callable[[PerfSample], bool]) -> tuple[RawTick, Qualities]:
         with self._lock:

@@ -1,8 +1,8 @@
 """Facts about the profiled process, tick to tick.
 
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
-exited), :class:`ThreadNames` (tid -> name from /proc, once per thread, for every
-process sampled) and
+exited: a process lives while any of its threads does), :class:`ThreadNames`
+(tid -> name from /proc, once per thread, for every process sampled) and
 :func:`trim_heap` (bpftop's own freed memory back to the system).
 Used only from the collector thread.
 """
@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
+import os
 
 import psutil
 
@@ -29,10 +30,10 @@ class ProcessWatch:
         self.gone = False
         try:
             self._proc = psutil.Process(pid)
-            if self._proc.status() == psutil.STATUS_ZOMBIE:
+            if not any_thread_alive(pid):  # a zombie leader with live threads is alive
                 raise psutil.ZombieProcess(pid)
             self.name = self._proc.name()
-            self._cmdline = " ".join(self._proc.cmdline()) or f"[{self.name}]"
+            self._cmdline = " ".join(_cmdline(self._proc)) or f"[{self.name}]"
         except psutil.Error:
             raise NoSuchProcessError(
                 f"process {pid} has exited", "check the pid with ps or pgrep"
@@ -41,18 +42,16 @@ class ProcessWatch:
         self._proc.cpu_percent()  # prime: the first call always returns 0.0
 
     def exited(self) -> bool:
-        """True once the process is gone (a zombie counts as gone).
-
-        An exit event of the main thread alone does not decide it (a main
-        thread may exit early and leave a live process), so psutil does.
-        """
+        """True once the target is gone: none of its threads runs (zombies do
+        not). A main thread that exits early leaves a zombie leader and a live
+        process."""
         if not self.gone:
             self.gone = not self._alive()
         return self.gone
 
     def _alive(self) -> bool:
         try:
-            return self._proc.is_running() and self._proc.status() != psutil.STATUS_ZOMBIE
+            return self._proc.is_running() and any_thread_alive(self.pid)
         except psutil.Error:
             return False
 
@@ -74,6 +73,36 @@ class ProcessWatch:
         except psutil.Error:
             self.gone = True
         return self._last
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    """The command line; none once the main thread has exited (its memory is gone)."""
+    try:
+        return proc.cmdline()
+    except psutil.ZombieProcess:
+        return []
+
+
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a /proc stat file after the command name ([] if unreadable)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def any_thread_alive(pid: int) -> bool:
+    """Does any thread of process ``pid`` still run (is not a zombie or dead)?"""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+        if fields and fields[0] not in ("Z", "X", "x"):
+            return True
+    return False
 
 
 class ThreadNames:

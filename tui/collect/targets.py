@@ -31,7 +31,7 @@ from bpftop.bpf.errors import UsageError
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.process import read_start_time
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.collect.process_watch import ThreadNames
+from bpftop.tui.collect.process_watch import ThreadNames, any_thread_alive
 from bpftop.tui.collect.sampler import Sampler
 from bpftop.tui.model.snapshot import ProcessInfo
 
@@ -228,15 +228,13 @@ class Followed:
             self._labels.adopt(child, parent)
 
     def alive(self) -> bool:
-        """Does any followed process still run (zombies do not)?"""
+        """Does any followed process still run? A process runs while any of its
+        threads does (a zombie main thread with live threads is alive)."""
         for pid, start in list(self._live.items()):
-            if _state(pid) in DEAD or read_start_time(pid) != start:
+            if read_start_time(pid) != start or not any_thread_alive(pid):
                 del self._live[pid]
                 self._gone.append(pid)
         return bool(self._live)
-
-
-DEAD = ("", "Z", "X")  # /proc/PID/stat states of a process that no longer runs
 
 
 PF_KTHREAD = 0x00200000

@@ -34,7 +34,8 @@ def verdict(snapshot: Snapshot) -> Text:
     if stats.lost_events:
         problems.append(f"{stats.lost_events:,} perf-buffer events lost")
     if stats.dropped_samples:
-        problems.append(f"{stats.dropped_samples:,} samples dropped (counts map full)")
+        why = "counts map full, or skipped by the kernel"
+        problems.append(f"{stats.dropped_samples:,} samples dropped ({why})")
     if stats.failed_stacks:
         problems.append(f"{100 * stats.failed_stacks / total:.1f}% of stacks unreadable")
     unknown = max((u.samples for u in snapshot.unknown), default=0)
