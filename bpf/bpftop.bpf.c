@@ -156,6 +156,29 @@ static __always_inline void unwind_user_stack(struct bpf_perf_event_data *ctx,
                                               struct sample_key *key, u32 active);
 #endif
 
+/* The Python frame walker lives in python.bpf.c, appended after the walker's
+ * file: for a Python process it tail-calls away, records the Python frames
+ * and then calls count_user_stack() itself. */
+#ifdef NO_PYTHON
+static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active) {}
+#else
+static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active);
+#endif
+
+/* The user stack of a sample whose other stacks are in `key`, then its count. */
+static __always_inline void count_user_stack(void *regs, struct bpf_perf_event_data *perf,
+                                             struct sample_key *key, u32 active) {
+    if (perf)
+        unwind_user_stack(perf, key, active);
+    if (active)
+        key->user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
+    else
+        key->user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
+    add_count((void *)(u64)active, key);
+}
+
 /* One count for the current thread's (user, kernel) stack. For perf events
  * (`perf` set: profile, software, hardware) the user stack may be walked from
  * .eh_frame: unwind_user_stack tail-calls away and counts, unless --unwind fp. */
@@ -175,12 +198,8 @@ static __always_inline int count_stack(void *regs, struct bpf_perf_event_data *p
     if (has_kernel_stack)
         key.kernel_stack_id = active ? stacks1.get_stackid(regs, 0) : stacks0.get_stackid(regs, 0);
     if (perf)
-        unwind_user_stack(perf, &key, active);
-    if (active)
-        key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
-    else
-        key.user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
-    add_count((void *)(u64)active, &key);
+        python_user_stack(perf, &key, active);
+    count_user_stack(regs, perf, &key, active);
     return 0;
 }
 

@@ -1,0 +1,80 @@
+"""A Python workload with known shapes, for tests/bpf/test_python.py.
+
+``py_split.py split SECONDS``: main -> run -> hot_a (70% of CPU time) / hot_b (30%).
+``py_split.py threads SECONDS``: two threads, each spinning in its own function
+(``spin_left`` / ``spin_right``); prints each thread's native id.
+``py_split.py deep SECONDS DEPTH``: ``recurse`` DEPTH frames deep, then spins.
+Time is thread CPU time, so the split holds on a loaded machine.
+"""
+
+import sys
+import threading
+import time
+
+SLICE_S = 0.01
+
+
+def burn(seconds: float) -> int:
+    end = time.thread_time() + seconds
+    x = 0
+    while time.thread_time() < end:
+        x += 1
+    return x
+
+
+def hot_a() -> int:
+    return burn(0.7 * SLICE_S)
+
+
+def hot_b() -> int:
+    return burn(0.3 * SLICE_S)
+
+
+def run(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        hot_a()
+        hot_b()
+
+
+def spin_left(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        burn(SLICE_S)
+
+
+def spin_right(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        burn(SLICE_S)
+
+
+def threads(seconds: float) -> None:
+    workers = [threading.Thread(target=f, args=(seconds,)) for f in (spin_left, spin_right)]
+    for worker in workers:
+        worker.start()
+    time.sleep(0.2)
+    print(" ".join(str(w.native_id) for w in workers), flush=True)
+    for worker in workers:
+        worker.join()
+
+
+def recurse(depth: int, seconds: float) -> None:
+    if depth <= 1:
+        return spin_left(seconds)
+    return recurse(depth - 1, seconds)
+
+
+def main() -> None:
+    mode, seconds = sys.argv[1], float(sys.argv[2])
+    print("ready", flush=True)
+    if mode == "split":
+        run(seconds)
+    elif mode == "threads":
+        threads(seconds)
+    elif mode == "deep":
+        recurse(int(sys.argv[3]), seconds)
+
+
+if __name__ == "__main__":
+    main()
