@@ -4,9 +4,12 @@
 ``py_split.py threads SECONDS``: two threads, each spinning in its own function
 (``spin_left`` / ``spin_right``); prints each thread's native id.
 ``py_split.py deep SECONDS DEPTH``: ``recurse`` DEPTH frames deep, then spins.
-Time is thread CPU time, so the split holds on a loaded machine.
+Time is thread CPU time, so the split holds on a loaded machine. The first
+line printed maps each function's name to its code object's address.
 """
 
+import json
+import random
 import sys
 import threading
 import time
@@ -22,19 +25,22 @@ def burn(seconds: float) -> int:
     return x
 
 
-def hot_a() -> int:
-    return burn(0.7 * SLICE_S)
+def hot_a(slice_s: float) -> int:
+    return burn(0.7 * slice_s)
 
 
-def hot_b() -> int:
-    return burn(0.3 * SLICE_S)
+def hot_b(slice_s: float) -> int:
+    return burn(0.3 * slice_s)
 
 
 def run(seconds: float) -> None:
+    # Slices of random length: a fixed one would beat against the sampling period.
+    slices = random.Random(17)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        hot_a()
-        hot_b()
+        slice_s = slices.uniform(0.5, 1.5) * SLICE_S
+        hot_a(slice_s)
+        hot_b(slice_s)
 
 
 def spin_left(seconds: float) -> None:
@@ -67,7 +73,9 @@ def recurse(depth: int, seconds: float) -> None:
 
 def main() -> None:
     mode, seconds = sys.argv[1], float(sys.argv[2])
-    print("ready", flush=True)
+    functions = (main, run, hot_a, hot_b, burn, threads, spin_left, spin_right, recurse)
+    # id() of a code object is its address: what the kernel records per frame.
+    print(json.dumps({f.__name__: id(f.__code__) for f in functions}), flush=True)
     if mode == "split":
         run(seconds)
     elif mode == "threads":

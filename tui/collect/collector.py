@@ -7,10 +7,9 @@ on a helper thread, and BPF takes over per CPU without gap or overlap; if BPF
 cannot load, perf_event sampling goes on and every snapshot says why. The
 app's requests (reset, time mode, one thread, source lines) wake the thread
 early and are applied between ticks (a late tick is skipped, not queued), and
-on what was collected after the target exits. ``switch_probe`` changes the
-probe live (attach/detach, no compile); every probe used keeps its own profile
-(:mod:`bpftop.tui.collect.probe_profiles`). Each distinct stack is symbolized
-once (:mod:`bpftop.tui.collect.stacks`).
+on what was collected after the target exits. ``switch_probe`` changes the probe
+live (attach/detach, no compile); each probe keeps its own profile (probe_profiles).
+Each distinct stack is symbolized once, Python frames merged in (stacks).
 """
 
 from __future__ import annotations
@@ -136,6 +135,8 @@ class Collector:
         if self._loading is not None:  # a compile still running closes what it loaded:
             self._loading.wait()  # wait, so nothing of BCC's is left for its exit hooks
 
+    python_notes = property(lambda self: self._stacks.python.notes)  # Pythons refused
+
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
         self._commands.request_reset()
@@ -225,6 +226,7 @@ class Collector:
             release(self._launched)
             self._on_exec(self.pid)
             resume(self._launched)
+        self._stacks.python.attach(self._sampler, self._targets)  # after a launch's exec
         self._post(Phase.SAMPLING, self._sampler.header_note)
 
     def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
@@ -238,16 +240,14 @@ class Collector:
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
-        if not exited:
-            return
-        self._close_sampler()
-        self.finished.set()
-        self._serve_after_exit()
+        if exited:
+            self._close_sampler()
+            self.finished.set()
+            self._serve_after_exit()
 
     def _close_sampler(self) -> None:
         """Close the BPF sampler, unless a compile still runs (it closes then)."""
-        loading = self._loading
-        if loading is None or not loading.abandon():
+        if self._loading is None or not self._loading.abandon():
             self._sampler.close()
 
     def _loop(self, tick: Callable[[], None], loading: BackgroundLoad | None = None) -> bool | None:
@@ -349,13 +349,12 @@ class Collector:
         for child in tick.forks:
             self._on_fork(child)
         self._threads.note(tick)
+        self._stacks.python.note(tick)
         weighted = self._probes.active.weighted
         for sample in tick.samples:
             stack = self._stacks.lookup(sample)
-            count = sample.weight_ns if weighted else sample.count
-            self._profile.add(
-                self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
-            )
+            count, label = sample.weight_ns if weighted else sample.count, self._label(sample.tgid)
+            self._profile.add(label, stack.frames, count, sample.tid, stack.unknown)
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
         self._probes.active.events += tick.total_samples

@@ -18,6 +18,7 @@ from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved, truncation
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.python_feed import PythonFeed
 from bpftop.tui.model.snapshot import UnknownShare
 from bpftop.tui.model.timemode import UnknownKey
 
@@ -59,6 +60,7 @@ class StackCache:
         self._stacks: dict[StackKey, Stack] = {}
         self._max_depth = max_stack_depth()
         self.source_lines = False  # the frames built now carry file:line
+        self.python = PythonFeed()  # Python processes: frames from the kernel walker
 
     def show_source_lines(self, on: bool) -> None:
         """Build frames with (or without) ``file:line`` from now on.
