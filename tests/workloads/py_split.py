@@ -4,6 +4,8 @@
 ``py_split.py threads SECONDS``: two threads, each spinning in its own function
 (``spin_left`` / ``spin_right``); prints each thread's native id.
 ``py_split.py deep SECONDS DEPTH``: ``recurse`` DEPTH frames deep, then spins.
+``py_split.py count SECONDS``: on a line from stdin, spins, then prints loop turns
+per second (bench/python.py).
 Time is thread CPU time, so the split holds on a loaded machine. The first
 line printed maps each function's name to its code object's address.
 """
@@ -82,6 +84,19 @@ def main() -> None:
         threads(seconds)
     elif mode == "deep":
         recurse(int(sys.argv[3]), seconds)
+    elif mode == "count":
+        count(seconds)
+
+
+def count(seconds: float) -> None:
+    """Once a line arrives on stdin, work for ``seconds`` of wall time; print loop
+    turns per wall and per CPU second."""
+    sys.stdin.readline()
+    turns, start_wall, start_cpu = 0, time.monotonic(), time.thread_time()
+    while time.monotonic() - start_wall < seconds:
+        turns += burn(SLICE_S)
+    wall, cpu = time.monotonic() - start_wall, time.thread_time() - start_cpu
+    print(json.dumps({"per_wall_s": turns / wall, "per_cpu_s": turns / cpu}), flush=True)
 
 
 if __name__ == "__main__":
