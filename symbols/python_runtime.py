@@ -135,6 +135,8 @@ def _read_elf(
                     found = section.get_symbol_by_name(symbol)
                     if found and found[0]["st_value"]:
                         symbols.setdefault(symbol, found[0]["st_value"])
+                if len(symbols) == len(SYMBOLS):
+                    break  # .dynsym had them all: the larger .symtab is not read
     except (OSError, ELFError, ValueError):
         return None
     return (symbols, segments) if "_PyRuntime" in symbols else None
