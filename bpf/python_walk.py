@@ -84,7 +84,10 @@ class PythonWalker:
         leaf.tss_key_addr = process.tss_key_addr
         leaf.fsbase_off = self.fsbase_offset
         with self._lock:
-            self._procs[ct.c_uint32(pid)] = leaf
+            try:
+                self._procs[ct.c_uint32(pid)] = leaf
+            except Exception:  # BCC raises a bare Exception when the map is full
+                return False
             self._described.add(pid)
         return True
 
