@@ -367,6 +367,7 @@ class Collector:
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
+        message = "; ".join(filter(None, (message, *self.python_notes)))  # shown in the header
         live = self._bpf_ready
         profile = self._profile
         current = profile.current

@@ -49,6 +49,9 @@ class PythonFeed:
         """Check the processes this tick sampled that were not checked yet."""
         if self._walker is None:
             return
+        for ended in tick.exits:
+            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
+                self.forget(ended.tgid)
         for tgid in tick.execs:
             self.exec(tgid)
         now = time.monotonic()
