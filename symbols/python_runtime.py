@@ -27,7 +27,7 @@ from bpftop.symbols.maps import MapEntry, parse_line
 
 PROC_ROOT = "/proc"
 _INTERPRETER = re.compile(r"(?:^|/)(?:python3\.\d+[a-z]*|libpython3\.\d+[a-z]*\.so[.\d]*)$")
-SYMBOLS = ("_PyRuntime", "Py_Version", "PyCode_Type")
+SYMBOLS = ("_PyRuntime", "Py_Version", "PyCode_Type", "_PyEval_EvalFrameDefault")
 # CPython 3.11 on x86-64 (DESIGN §5d), what the walker and the reader rely on.
 AUTO_TSS_KEY = 592  # _PyRuntime.gilstate.autoTSSkey
 CODE_BASICSIZE = 184  # sizeof(PyCodeObject) without bytecode: where it starts
@@ -52,6 +52,8 @@ class PythonRuntime:
     version: str
     runtime_addr: int
     load_bias: int
+    code_type: int = 0  # &PyCode_Type
+    eval_range: tuple[int, int] = (0, 0)  # [start, end) of _PyEval_EvalFrameDefault (hot part)
 
     @property
     def tss_key_addr(self) -> int:
@@ -127,6 +129,7 @@ def _read_elf(
                 if s["p_type"] == "PT_LOAD"
             )
             symbols: dict[str, int] = {}
+            sizes: dict[str, int] = {}
             for name in (".dynsym", ".symtab"):
                 section = elf.get_section_by_name(name)
                 if not isinstance(section, SymbolTableSection):
@@ -135,11 +138,18 @@ def _read_elf(
                     found = section.get_symbol_by_name(symbol)
                     if found and found[0]["st_value"]:
                         symbols.setdefault(symbol, found[0]["st_value"])
+                        sizes.setdefault(symbol, found[0]["st_size"])
                 if len(symbols) == len(SYMBOLS):
                     break  # .dynsym had them all: the larger .symtab is not read
     except (OSError, ELFError, ValueError):
         return None
-    return (symbols, segments) if "_PyRuntime" in symbols else None
+    if "_PyRuntime" not in symbols:
+        return None
+    if "_PyEval_EvalFrameDefault" in symbols:  # its end, as a pseudo-symbol
+        symbols["_PyEval_EvalFrameDefault.end"] = (
+            symbols["_PyEval_EvalFrameDefault"] + sizes["_PyEval_EvalFrameDefault"]
+        )
+    return symbols, segments
 
 
 def _check(
@@ -156,7 +166,14 @@ def _check(
     problem = _code_layout_problem(reader, symbols.get("PyCode_Type"), bias)
     if problem:
         return _refused(pid, path, version, problem)
-    return PythonRuntime(pid, path, version, symbols["_PyRuntime"] + bias, bias)
+    eval_range = (
+        symbols.get("_PyEval_EvalFrameDefault", -bias) + bias,
+        symbols.get("_PyEval_EvalFrameDefault.end", -bias) + bias,
+    )
+    code_type = symbols["PyCode_Type"] + bias
+    return PythonRuntime(
+        pid, path, version, symbols["_PyRuntime"] + bias, bias, code_type, eval_range
+    )
 
 
 def _refused(pid: int, path: str, version: str, why: str) -> PythonRefused:

@@ -216,6 +216,7 @@ class Collector:
     def _start_bpf(self, feed: EarlyFeed | None) -> None:
         """BPF is loaded: attach it, and hand over from the early sampler."""
         self._sampler.set_targets(self._targets)
+        self._stacks.python.attach(self._sampler, self._targets)  # a launch: at its exec
         attach_unwinder(self._unwind_feed, self._sampler)
         self._sampler.start()
         trim_heap()  # give back what the compile left free
@@ -226,7 +227,6 @@ class Collector:
             release(self._launched)
             self._on_exec(self.pid)
             resume(self._launched)
-        self._stacks.python.attach(self._sampler, self._targets)  # after a launch's exec
         self._post(Phase.SAMPLING, self._sampler.header_note)
 
     def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
@@ -330,6 +330,7 @@ class Collector:
         self._symbolizer.forget(tgid)
         self._symbolizer.prepare(tgid, preload=True)
         self._labels.forget(tgid)
+        self._stacks.python.exec(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
@@ -367,7 +368,6 @@ class Collector:
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
-        message = "; ".join(filter(None, (message, *self.python_notes)))  # shown in the header
         live = self._bpf_ready
         profile = self._profile
         current = profile.current
@@ -378,7 +378,7 @@ class Collector:
             process=self._process.info(),
             tree=current.tree(),
             hot=current.hot_functions(limit=500),
-            message=message,
+            message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),
             maps=self._sampler.map_usage() if live else (),
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),

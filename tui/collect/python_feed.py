@@ -5,8 +5,10 @@ process once (and again after an exec) for a CPython interpreter
 (:func:`~bpftop.symbols.python_runtime.find_python`), describes a verified
 one to the loaded program's walker (``bpf/python_walk.py``), and keeps one
 line per refused interpreter (``notes``: a Python whose layout bpftop cannot
-verify; its native stacks go on). A process found without an interpreter
-is looked at again after ``RECHECK_S`` (libpython may be loaded later).
+verify; its native stacks go on), and merges the Python frames of their
+samples into the native ones (:mod:`bpftop.tui.collect.python_frames`). A
+process found without an interpreter is looked at again after
+``RECHECK_S`` (libpython may be loaded later).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from bpftop.bpf.python_walk import PythonProcess, PythonWalker
-from bpftop.bpf.raw import RawTick
+from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.symbols.frame import Frame
 from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
+from bpftop.tui.collect.python_frames import PythonFrames
 
 RECHECK_S = 5.0  # a process without an interpreter is checked again after this
 
@@ -30,6 +34,7 @@ class PythonFeed:
         self._found: dict[int, PythonRuntime | PythonRefused] = {}
         self._checked_at: dict[int, float] = {}  # pids without an interpreter
         self._recheck_s = recheck_s
+        self._frames = PythonFrames()
         self.notes: list[str] = []  # one line per refused interpreter, in order
 
     def attach(self, sampler: Any, pids: Iterable[int]) -> None:
@@ -45,6 +50,13 @@ class PythonFeed:
         found = self._found.get(pid)
         return found if isinstance(found, PythonRuntime) else None
 
+    def merged(self, sample: RawSample, native: tuple[Frame, ...]) -> tuple[Frame, ...]:
+        """``native`` (innermost first) with ``sample``'s Python frames merged in."""
+        runtime = self.runtime(sample.tgid)
+        if runtime is None or not sample.python_stack:
+            return native
+        return self._frames.merged(runtime, sample, native)
+
     def note(self, tick: RawTick) -> None:
         """Check the processes this tick sampled that were not checked yet."""
         if self._walker is None:
@@ -52,8 +64,6 @@ class PythonFeed:
         for ended in tick.exits:
             if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
                 self.forget(ended.tgid)
-        for tgid in tick.execs:
-            self.exec(tgid)
         now = time.monotonic()
         for tgid in {s.tgid for s in tick.samples}:
             if tgid in self._found:
@@ -66,6 +76,7 @@ class PythonFeed:
         """``pid`` exec'd (or exited): what was found no longer holds."""
         self._found.pop(pid, None)
         self._checked_at.pop(pid, None)
+        self._frames.forget(pid)
         if self._walker is not None:
             self._walker.forget(pid)
 
