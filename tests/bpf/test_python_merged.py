@@ -114,3 +114,29 @@ def _hot_names(snap: Snapshot) -> set[str]:
     """Python function names among the snapshot's hot functions (any total)."""
     found = (PY_FRAME.match(h.label) for h in snap.hot if h.total_count)
     return {m["name"] for m in found if m}
+
+
+def test_record_of_a_200_deep_recursion_keeps_the_innermost_frames_and_marks_the_cut(
+    tmp_path: Path,
+) -> None:
+    target = subprocess.Popen(
+        [PYTHON, str(WORKLOAD), "deep", "120", "200"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        out = tmp_path / "deep.folded"
+        result = _record("-p", str(target.pid), "--no-early", "-d", "4", "-o", str(out))
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    cut = {s: c for s, c in stacks.items() if any(f.startswith("[Python frames cut") for f in s)}
+    assert total > 100 and sum(cut.values()) >= 0.95 * total, (sum(cut.values()), total)
+    for stack in cut:
+        names = [name for name, _, _ in _python_frames(stack)]
+        assert "spin_left" in names and "main" not in names, names  # root end cut
+        marker = next(i for i, f in enumerate(stack) if f.startswith("[Python frames cut"))
+        assert _python_frames(stack[marker + 1 : marker + 2]), "the cut sits above the kept frames"
