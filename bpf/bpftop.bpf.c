@@ -178,11 +178,34 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
     return 0;
 }
 
-/* One count for the current thread's (user, kernel) stack. The user stack is
+/* The Python frame walker lives in python.bpf.c, appended after the walker's
+ * file: for a Python process it tail-calls away, records the Python frames
+ * and then calls count_user_stack() itself. */
+#ifdef NO_PYTHON
+static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active) {}
+#else
+static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
+                                              struct sample_key *key, u32 active);
+#endif
+
+/* The user stack of a sample whose other stacks are in `key`, then its count:
  * walked from .eh_frame (unwind_user_stack tail-calls away and counts) unless
- * --unwind fp; `ctx_kind` says what `regs` is (CTX_*). A uprobe hit is at a
- * function's first instruction (CONTROL_ENTRY_PROBES): its caller's return
- * address is on top of the stack, table or not. */
+ * --unwind fp, else get_stackid. */
+static __always_inline void count_user_stack(void *regs, u32 ctx_kind, struct sample_key *key,
+                                             u32 active, u32 at_entry) {
+    unwind_user_stack(regs, ctx_kind, key, active, at_entry);
+    if (active)
+        key->user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
+    else
+        key->user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
+    add_count((void *)(u64)active, key);
+}
+
+/* One count for the current thread's (user, kernel) stack; `ctx_kind` says
+ * what `regs` is (CTX_*). A uprobe hit is at a function's first instruction
+ * (CONTROL_ENTRY_PROBES): its caller's return address is on top of the stack,
+ * table or not. Perf samples of a Python process go by the Python walker. */
 static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
@@ -200,12 +223,9 @@ static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_
     u32 at_entry = 0;
     if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
         at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
-    unwind_user_stack(regs, ctx_kind, &key, active, at_entry);
-    if (active)
-        key.user_stack_id = stacks1.get_stackid(regs, BPF_F_USER_STACK);
-    else
-        key.user_stack_id = stacks0.get_stackid(regs, BPF_F_USER_STACK);
-    add_count((void *)(u64)active, &key);
+    if (ctx_kind == CTX_PERF)
+        python_user_stack((struct bpf_perf_event_data *)regs, &key, active);
+    count_user_stack(regs, ctx_kind, &key, active, at_entry);
     return 0;
 }
 

@@ -3,13 +3,15 @@
 #ifndef BPFTOP_H
 #define BPFTOP_H
 
-/* One count per distinct (thread, user stack, kernel stack). A negative
- * stack id is -errno from bpf_get_stackid (the stack could not be read). */
+/* One count per distinct (thread, user stack, kernel stack, Python stack).
+ * A negative stack id is -errno from bpf_get_stackid (the stack could not be
+ * read); python_stack_id 0: no Python frames (see python.bpf.c). */
 struct sample_key {
     u32 tgid;
     u32 tid;
     s32 user_stack_id;
     s32 kernel_stack_id;
+    s32 python_stack_id;
 };
 
 /* Weighted probes (uretprobe latency, off-CPU time): stack ids refer to the

@@ -1,6 +1,6 @@
 """Usage of every BPF map of the loaded program, for the Diagnostics view.
 
-``map_usage`` lists each map of bpftop.bpf.c and unwind.bpf.c (``ALL_MAPS``)
+``map_usage`` lists each map of bpftop.bpf.c, unwind.bpf.c and python.bpf.c (``ALL_MAPS``)
 with its type, entries used vs. max and key/value sizes: the per-tick sample
 and stack maps as of their generation's last drain, the walker's rows and
 index as written, small hash maps walked, other arrays full by nature.
@@ -25,12 +25,14 @@ ALL_MAPS = (
     "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
     "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
     "unwind_progs_tp",
+    "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "python_progs",
 )  # fmt: skip
-"""Every map of bpftop.bpf.c and unwind.bpf.c, in the order they are declared."""
+"""Every map of bpftop.bpf.c, unwind.bpf.c and python.bpf.c, in the order they are declared."""
 _SLOT_ARRAYS = frozenset({"unwind_rows", "unwind_index"})
 """Arrays filled from the start: their used slots are what the walker wrote."""
 _WALKED_MAPS = frozenset({
     "targets", "calls", "blocked", "unwind_procs", "wstacks", "wstacks_1", "uwstacks0", "uwstacks1",
+    "python_procs",
 })  # fmt: skip
 """Maps not drained per tick, counted by walking them (small, or empty when unused)."""
 

@@ -15,6 +15,7 @@ import struct
 from typing import Any
 
 from bpftop.bpf.batch import HashDrain, record_format
+from bpftop.bpf.python_walk import PythonStack
 from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
@@ -22,10 +23,16 @@ from bpftop.bpf.unwinder import WALKER_ID_BIT
 class StackReader:
     """Reads stack ids of one generation's stack map, once per id per drain."""
 
-    def __init__(self, table: Any, walked: dict[int, Addresses] | None = None) -> None:
+    def __init__(
+        self,
+        table: Any,
+        walked: dict[int, Addresses] | None = None,
+        python: dict[int, PythonStack] | None = None,
+    ) -> None:
         self._table = table
         self._cache: dict[int, Addresses] = {}
         self._walked = walked or {}
+        self._python = python or {}
 
     @property
     def distinct(self) -> int:
@@ -51,7 +58,13 @@ class StackReader:
         kernel, kernel_err = self.read(key.kernel_stack_id)
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
-        return RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+        sample = RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+        python = self._python.get(getattr(key, "python_stack_id", 0))
+        if python is None:  # none (0), or lost (-EEXIST): the native stack alone
+            return sample
+        return dataclasses.replace(
+            sample, python_stack=python.frames, python_truncated=python.truncated
+        )
 
     def weighted(self, key: Any, value: Any) -> RawSample:
         """A uretprobe/offcpu entry: count and ns, the probed function innermost."""

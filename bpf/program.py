@@ -27,6 +27,7 @@ from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.python_walk import PythonWalker
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
@@ -42,6 +43,7 @@ from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
 WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
+PYTHON_FILE = PROGRAM_DIR / "python.bpf.c"  # appended after the walker (see its header)
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
@@ -73,6 +75,7 @@ class CpuSampler:
             raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
         self.unwind = unwind
         self.unwinder: Unwinder | None = None  # the .eh_frame walker, once loaded
+        self.python: PythonWalker | None = None  # the Python frame walker, once loaded
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
         self.follow_children = follow_children
@@ -129,9 +132,11 @@ class CpuSampler:
         """The program; the walker is appended when it calls the walker's hook
         (unless --unwind fp: then NO_WALKER stubs the hook out)."""
         text = self.source.read_text()
-        if self.unwind == "fp" or not _calls_walker(text):
-            return text
-        return f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
+        if self.unwind != "fp" and _calls_walker(text):
+            text = f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
+        if _calls_python(text):
+            text = f"{text}\n/* {PYTHON_FILE.name} */\n{PYTHON_FILE.read_text()}"
+        return text
 
     def compile_inputs(self) -> tuple[str, list[str]]:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
@@ -156,6 +161,8 @@ class CpuSampler:
                 self._load_handlers(bcc)
                 if self.unwind != "fp" and _calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
+                if _calls_python(self.source.read_text()):
+                    self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
                 self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
             except Exception as exc:
                 failure = exc
@@ -280,7 +287,8 @@ class CpuSampler:
         wait_for_handlers()  # none still writes the old generation
         drains = self._drains = self._drains or MapDrains(self._bpf)
         walked = self.unwinder.take_stacks(old) if self.unwinder else {}
-        stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked)
+        python = self.python.take_stacks(old) if self.python else {}
+        stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked, python)
         entries = drains.entries(f"counts{old}")
         samples = tuple(stacks.sample(key, value) for key, value in entries)
         weighted = drains.entries(f"wcounts{old}")
@@ -295,6 +303,7 @@ class CpuSampler:
         self._drained.update({
             f"counts{old}": len(entries), f"stacks{old}": stacks.distinct,
             f"wcounts{old}": len(weighted), f"ustacks{old}": len(walked),
+            f"pystacks{old}": len(python),
         })  # fmt: skip
         clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
@@ -351,6 +360,7 @@ class CpuSampler:
         if self.unwinder is not None:
             self.unwinder.close()
             self.unwinder = None
+        self.python = None
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
             self._drains = None
@@ -398,6 +408,11 @@ _NOT_SAMPLES = {  # handlers that report events, not samples
     b"tracepoint__sched__sched_process_fork",
     b"tracepoint__sched__sched_process_exit",
 }
+
+
+def _calls_python(program: str) -> bool:
+    """True for a program with the Python walker's hook."""
+    return "python_user_stack" in program
 
 
 def _calls_walker(program: str) -> bool:

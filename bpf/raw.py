@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 # Addresses as the kernel gave them, innermost (the sampled IP) first.
 Addresses = tuple[int, ...]
+# A Python frame as the kernel read it: (code object address, instruction
+# index, is_entry); a stack of them is innermost first (bpf/python.bpf.c).
+RawPyFrame = tuple[int, int, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +19,8 @@ class RawSample:
     errno (``"EFAULT"``, ``"EEXIST"``, ``"ENOMEM"``); for a sample taken in
     user mode the kernel stack is simply empty, not an error. Weighted probes
     (uretprobe latency, offcpu) also give ``weight_ns``: the time summed over
-    the ``count`` events.
+    the ``count`` events. CPU samples of a described Python process carry its
+    thread's Python frames (``python_stack``, innermost first).
     """
 
     tgid: int
@@ -27,6 +31,8 @@ class RawSample:
     user_error: str = ""
     kernel_error: str = ""
     weight_ns: int = 0
+    python_stack: tuple[RawPyFrame, ...] = ()  # the thread's Python frames, if any
+    python_truncated: bool = False  # ... cut at the root end (too deep)
 
 
 @dataclass(frozen=True, slots=True)

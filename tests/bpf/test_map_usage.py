@@ -22,7 +22,8 @@ def test_every_map_is_listed_with_the_walkers_rows_and_what_it_could_not_take() 
         unwinder.note_without_cfi("no-eh-frame")
         usage = {m.name: m for m in sampler.map_usage()}
         state = sampler.unwind_state()
-    assert tuple(usage) == ALL_MAPS, "every map of both programs, in declaration order"
+    assert tuple(usage) == ALL_MAPS, "every map of the three files, in declaration order"
+    assert usage["python_progs"].kind == "prog_array" and usage["pystacks0"].kind == "hash"
     rows = usage["unwind_rows"]
     assert (rows.used, rows.max_entries, rows.slots_used) == (100, 4096, True)
     assert usage["unwind_procs"].used == 1 and usage["counts0"].kind == "hash"

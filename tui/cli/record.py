@@ -53,6 +53,8 @@ def run_record(args: argparse.Namespace) -> int:
             f"bpftop: warning: sampled with perf_event only: {collector.bpf_problem}",
             file=sys.stderr,
         )
+    for note in collector.python_notes:
+        print(f"bpftop: warning: {note}", file=sys.stderr)
     snap = collector.last
     assert snap is not None  # the collector posts before it does anything else
     end_ns = time.time_ns()

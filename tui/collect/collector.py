@@ -8,7 +8,7 @@ cannot load, perf_event sampling goes on and every snapshot says why. The
 app's requests (reset, time mode, thread, source lines, probe switch: see
 :mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied
 between ticks, also after the target exited. Each distinct stack is
-symbolized once (:mod:`bpftop.tui.collect.stacks`)."""
+symbolized once, Python frames merged in (:mod:`bpftop.tui.collect.stacks`)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,8 @@ class Collector:
         if self._loading is not None:  # a compile still running closes what it loaded:
             self._loading.wait()  # wait, so nothing of BCC's is left for its exit hooks
 
+    python_notes = property(lambda self: self._stacks.python.notes)  # Pythons refused
+
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
         self._commands.request_reset()
@@ -209,6 +211,7 @@ class Collector:
     def _start_bpf(self, feed: EarlyFeed | None) -> None:
         """BPF is loaded: attach it, and hand over from the early sampler."""
         self._sampler.set_targets(self._targets)
+        self._stacks.python.attach(self._sampler, self._targets)  # a launch: at its exec
         attach_unwinder(self._unwind_feed, self._sampler)
         self._sampler.start()
         trim_heap()  # give back what the compile left free
@@ -233,16 +236,14 @@ class Collector:
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
-        if not exited:
-            return
-        self._close_sampler()
-        self.finished.set()
-        self._serve_after_exit()
+        if exited:
+            self._close_sampler()
+            self.finished.set()
+            self._serve_after_exit()
 
     def _close_sampler(self) -> None:
         """Close the BPF sampler, unless a compile still runs (it closes then)."""
-        loading = self._loading
-        if loading is None or not loading.abandon():
+        if self._loading is None or not self._loading.abandon():
             self._sampler.close()
 
     def _loop(self, tick: Callable[[], None], loading: BackgroundLoad | None = None) -> bool | None:
@@ -326,6 +327,7 @@ class Collector:
         self._symbolizer.forget(tgid)
         self._symbolizer.prepare(tgid, preload=True)
         self._labels.forget(tgid)
+        self._stacks.python.exec(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
@@ -338,13 +340,12 @@ class Collector:
             self._on_exec(tgid)
         self._followed.note_forks(tick)
         self._threads.note(tick)
+        self._stacks.python.note(tick)
         weighted = self._probes.active.weighted
         for sample in tick.samples:
             stack = self._stacks.lookup(sample)
-            count = sample.weight_ns if weighted else sample.count
-            self._profile.add(
-                self._label(sample.tgid), stack.frames, count, sample.tid, stack.unknown
-            )
+            count, label = sample.weight_ns if weighted else sample.count, self._label(sample.tgid)
+            self._profile.add(label, stack.frames, count, sample.tid, stack.unknown)
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
         self._probes.active.events += tick.total_samples
@@ -366,7 +367,7 @@ class Collector:
             process=self._process.info(),
             tree=current.tree(),
             hot=current.hot_functions(limit=500),
-            message=message,
+            message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),
             maps=self._sampler.map_usage() if live else (),
             overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),

@@ -18,6 +18,7 @@ from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved, truncation
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect.python_feed import PythonFeed
 from bpftop.tui.model.snapshot import UnknownShare
 from bpftop.tui.model.timemode import UnknownKey
 
@@ -31,9 +32,9 @@ DEFAULT_MAX_STACK_DEPTH = 127
 PER_MODULE_REASONS = frozenset(
     {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
 )
-# (tgid, user addresses, kernel addresses), the addresses packed as u64s: a
-# tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
-StackKey = tuple[int, bytes, bytes]
+# (tgid, user addresses, kernel addresses, Python frames), packed as 64-bit
+# values: a tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
+StackKey = tuple[int, bytes, bytes, bytes]
 
 
 class Stack:
@@ -59,6 +60,7 @@ class StackCache:
         self._stacks: dict[StackKey, Stack] = {}
         self._max_depth = max_stack_depth()
         self.source_lines = False  # the frames built now carry file:line
+        self.python = PythonFeed()  # Python processes: frames from the kernel walker
 
     def show_source_lines(self, on: bool) -> None:
         """Build frames with (or without) ``file:line`` from now on.
@@ -73,7 +75,12 @@ class StackCache:
     def lookup(self, sample: RawSample) -> Stack:
         """Root-first frames (user frames outermost first, then kernel frames)
         and why any of them are unknown; symbolized once per distinct stack."""
-        key = (sample.tgid, _packed(sample.user_stack), _packed(sample.kernel_stack))
+        key = (
+            sample.tgid,
+            _packed(sample.user_stack),
+            _packed(sample.kernel_stack),
+            _packed_python(sample),
+        )
         stack = self._stacks.get(key)
         if stack is None:
             stack = self._build(sample)
@@ -88,17 +95,26 @@ class StackCache:
             user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
         else:
             user = symbolizer.user_frames(sample.tgid, sample.user_stack)
+        cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
+        if sample.python_stack:  # Python frames in place of the eval loop's
+            user = self.python.merged(sample, user)
         kernel = symbolizer.kernel_frames(sample.kernel_stack)
         head = (MISSING_USER_STACK,) if sample.user_error else ()
         frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
         if self._offsets or self._mangled:
             frames = tuple(relabel(f, self._offsets, self._mangled) for f in frames)
-        cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
         return Stack(frames, unknown_keys(frames, cut))
 
 
 def _packed(addresses: Sequence[int]) -> bytes:
     return array("Q", addresses).tobytes() if addresses else b""
+
+
+def _packed_python(sample: RawSample) -> bytes:
+    if not sample.python_stack:
+        return b""
+    flat = [v for frame in sample.python_stack for v in frame]
+    return array("q", [*flat, sample.python_truncated]).tobytes()
 
 
 def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:

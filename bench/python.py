@@ -1,0 +1,155 @@
+"""Cost of Python frames: kernel time per sample, and overhead vs py-spy.
+
+    sudo .venv/bin/python -m bench.python [--seconds 5]
+
+Kernel cost: one program (frame-pointer native stacks, so the Python walk is
+what changes) samples tests/workloads/py_split.py recursing to give ~10 and
+~50 Python frames, once with the process described to the Python walker and
+once not; BPF run-time stats (kernel.bpf_stats_enabled=1, run_time_ns /
+run_cnt summed over our programs, tail calls included) divided by the
+samples counted. The difference is the Python walk.
+
+Overhead at 99 Hz: the workload's ``count`` mode alone, under ``bpftop
+record`` and under ``py-spy record``, then alone again (in turn, same run),
+each counting for the same wall time once the profiler has run SETTLE_S:
+the workload's loop turns per wall second and per CPU second
+(ratios to the run alone; the BPF programs run in the sampled task's
+context, so their time shows in the per-CPU-second rate), and the
+profiler process's own CPU seconds while the workload counted. The machine is
+shared: read the ratios, and run it on a quiet machine for final figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from subprocess import DEVNULL
+
+from bpftop.bpf.program import CpuSampler
+from bpftop.bpf.python_walk import PythonProcess
+from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from tests.conftest import ROOT
+
+PYTHON = "/usr/bin/python3.11"
+WORKLOAD = ROOT / "tests" / "workloads" / "py_split.py"
+BPFTOP = Path(sys.executable).parent / "bpftop"
+FRAMES_AROUND_RECURSION = 4  # <module>, main, spin_left, burn
+SETTLE_S = 20.0  # after starting a profiler, before the workload counts
+TOOLS = ("none", "bpftop", "py-spy", "none")  # alone twice: the spread is the noise
+PY_SPY = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    proc = subprocess.Popen([PYTHON, str(WORKLOAD), *args], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: float) -> str:
+    depth = max(1, frames - FRAMES_AROUND_RECURSION)
+    proc, _ = _start("deep", "600", str(depth))
+    try:
+        runtime = find_python(proc.pid)
+        assert isinstance(runtime, PythonRuntime) and sampler.python is not None
+        if described:
+            sampler.python.describe(proc.pid, PythonProcess(runtime.tss_key_addr))
+        sampler.set_targets([proc.pid])
+        time.sleep(0.3)
+        sampler.drain()
+        before = sampler.prog_stats()
+        time.sleep(seconds)
+        tick = sampler.drain()
+        spent = sampler.prog_stats() - before
+        sampler.python.forget(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    samples = tick.total_samples
+    seen = sum(len(s.python_stack) * s.count for s in tick.samples) / max(samples, 1)
+    us = spent.run_time_ns / max(samples, 1) / 1000
+    return f"{us:.2f} µs per sample ({samples} samples, {seen:.1f} Python frames seen)"
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    with open(f"/proc/{pid}/stat") as stream:
+        fields = stream.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def overhead(tool: str, seconds: float, out_dir: str) -> dict[str, float]:
+    """The workload's rates under ``tool`` ("none", "bpftop", "py-spy") and the
+    tool's CPU seconds while the workload counted (after SETTLE_S to start)."""
+    proc = subprocess.Popen(
+        [PYTHON, str(WORKLOAD), "count", str(seconds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdout.readline()
+    pid = str(proc.pid)
+    commands = {
+        "bpftop": [str(BPFTOP), "record", "-p", pid, "-F", "99", "-o", f"{out_dir}/b.folded"],
+        "py-spy": [PY_SPY, "record", "-p", pid, "-r", "99", "-f", "raw", "-o", f"{out_dir}/p"],
+    }
+    profiler = None
+    if tool in commands:
+        profiler = subprocess.Popen(commands[tool], stdout=DEVNULL, stderr=DEVNULL)
+    time.sleep(SETTLE_S)  # bpftop's compile is over: measure steady state
+    before = _cpu_s(profiler.pid) if profiler is not None else 0.0
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    result: dict[str, float] = json.loads(proc.stdout.readline())
+    result["tool_cpu_s"] = _cpu_s(profiler.pid) - before if profiler is not None else 0.0
+    proc.wait()
+    if profiler is not None:
+        profiler.wait(timeout=60)
+    return result
+
+
+def kernel_costs(seconds: float) -> None:
+    with CpuSampler(999, unwind="fp") as sampler:
+        sampler.load()
+        sampler.start()
+        for frames in (10, 50):
+            for described in (False, True):
+                what = "Python walk" if described else "native only"
+                cost = kernel_cost(sampler, frames, described, seconds)
+                print(f"{frames} Python frames, {what}: {cost}", flush=True)
+
+
+def overheads(seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as out_dir:
+        runs = [(tool, overhead(tool, seconds, out_dir)) for tool in TOOLS]
+    alone = {
+        key: sum(r[key] for t, r in runs if t == "none") / TOOLS.count("none")
+        for key in ("per_wall_s", "per_cpu_s")
+    }
+    for tool, run in runs:
+        wall = run["per_wall_s"] / alone["per_wall_s"]
+        cpu = run["per_cpu_s"] / alone["per_cpu_s"]
+        print(
+            f"{tool}: workload at {wall:.3f} of its speed alone per wall second, {cpu:.3f} per CPU"
+            f" second; profiler's own CPU {run['tool_cpu_s']:.2f} s in that time",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="per kernel-cost case")
+    parser.add_argument("--overhead-only", action="store_true")
+    args = parser.parse_args()
+    if not args.overhead_only:
+        kernel_costs(args.seconds)
+    overheads(args.seconds * 4)
+
+
+if __name__ == "__main__":
+    main()

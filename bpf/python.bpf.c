@@ -1,0 +1,214 @@
+/* In-kernel walk of CPython 3.11 frames (tests/bpf/test_python.py checks it;
+ * bench/python.py measures its cost per sample).
+ *
+ * Appended to bpftop.bpf.c by program.py after the .eh_frame walker (BCC
+ * rewrites map calls only in its main file), so struct sample_key and
+ * count_user_stack() are in scope; bpftop.bpf.c declares python_user_stack()
+ * ahead. For a process user space described in python_procs (bpf/python_walk.py),
+ * python_user_stack() finds the sampled thread's own PyThreadState through
+ * glibc's thread-specific data (pthread_getspecific(autoTSSkey) for a key
+ * below 32 is *(fsbase + PY_TSS_BASE + 16 * key + 8); fsbase is
+ * task->thread.fsbase, at an offset user space reads from the kernel's BTF),
+ * then tail-calls python_walk, which follows tstate->cframe->current_frame
+ * and each _PyInterpreterFrame's `previous`, PY_FRAMES_PER_CALL frames per
+ * call, recording (code object, instruction index, is_entry) innermost
+ * first. No strings are read here: user space names the code objects.
+ * At PY_MAX_FRAMES the walk stops (the innermost frames are kept, the root
+ * end is cut) and the stack is marked truncated. The frames go into a
+ * deduplicating store (pystacks0/1, one per generation) under an id with
+ * PY_ID_BIT set (0 in the key: no Python frames); a hash collision is
+ * -EEXIST, never a wrong stack. Then the native user stack is taken as
+ * usual (count_user_stack: the .eh_frame walker or get_stackid).
+ *
+ * The frame layout is CPython 3.11's on x86-64 (DESIGN §5d): one 40-byte
+ * read at frame + 32 covers f_code (+32), previous (+48), prev_instr (+56)
+ * and is_entry (+68). User space refuses other versions.
+ */
+
+#define PY_MAX_FRAMES 128 /* power of two */
+#ifndef PY_FRAMES_PER_CALL
+#define PY_FRAMES_PER_CALL 32
+#endif
+#define PY_ID_BIT 0x40000000
+#define PY_TSS_BASE 0x310        /* glibc: struct pthread's specific_1stblock */
+#define PY_TSTATE_CFRAME 56      /* PyThreadState.cframe */
+#define PY_CFRAME_FRAME 8        /* _PyCFrame.current_frame */
+#define PY_FRAME_WINDOW 32       /* the read covers f_code .. owner */
+#define PY_CODE_BYTECODE 184     /* PyCodeObject's co_code_adaptive */
+
+/* Indices of the per-CPU python_counts. */
+#define PY_COUNT_WALKED 0     /* samples with Python frames */
+#define PY_COUNT_TRUNCATED 1  /* ... of which cut at PY_MAX_FRAMES */
+#define PY_COUNT_NO_TSTATE 2  /* a Python process's thread without a thread state */
+#define PY_COUNT_READ_ERROR 3 /* a frame could not be read: the walk stopped there */
+#define PY_COUNT_SLOTS 4
+
+/* One Python process, as bpf/python_walk.py writes it. */
+struct python_proc {
+    u64 tss_key_addr; /* &_PyRuntime.gilstate.autoTSSkey: {int initialized; int key} */
+    u32 fsbase_off;   /* offsetof(struct task_struct, thread.fsbase) */
+    u32 pad;
+};
+
+struct pyframe {
+    u64 code;   /* PyCodeObject address */
+    s32 instr;  /* instruction index (negative: not started) */
+    u32 entry;  /* 1: the outermost frame of its _PyEval_EvalFrameDefault */
+};
+
+struct pystack {
+    u64 hash;
+    u32 len;
+    u32 truncated;
+    struct pyframe frames[PY_MAX_FRAMES];
+};
+
+struct python_state {
+    struct sample_key key;
+    u32 active;
+    u32 pad;
+    u64 frame; /* the next _PyInterpreterFrame to read */
+    struct pystack stack;
+};
+
+BPF_HASH(python_procs, u32, struct python_proc, TARGETS_SIZE);
+BPF_PERCPU_ARRAY(python_scratch, struct python_state, 1);
+BPF_PERCPU_ARRAY(python_counts, u64, PY_COUNT_SLOTS);
+BPF_F_TABLE("hash", u32, struct pystack, pystacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_F_TABLE("hash", u32, struct pystack, pystacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_PROG_ARRAY(python_progs, 1);
+
+#define PY_BARRIER(x) asm volatile("" : "+r"(x))
+
+static __always_inline void python_count(u32 slot) {
+    u64 *n = python_counts.lookup(&slot);
+    if (n)
+        (*n)++;
+}
+
+static __always_inline int python_read(u64 *dst, u64 addr) {
+    return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+}
+
+/* Store the frames in this generation's store, name them in the key, and go
+ * on with the native user stack (which counts the sample). */
+static __always_inline void python_finish(struct bpf_perf_event_data *ctx, struct python_state *st) {
+    struct pystack *old = NULL;
+    int err = -EEXIST;
+    u32 id = 0;
+    if (st->stack.len) {
+        u64 hash = (st->stack.hash ^ st->stack.len ^ ((u64)st->stack.truncated << 40)) *
+                   0x9e3779b97f4a7c15ULL;
+        st->stack.hash = hash;
+        id = (u32)(hash >> 34) | PY_ID_BIT;
+        old = st->active ? pystacks1.lookup(&id) : pystacks0.lookup(&id);
+        if (!old) {
+            if (st->active) {
+                err = pystacks1.insert(&id, &st->stack);
+                old = err == -EEXIST ? pystacks1.lookup(&id) : NULL;
+            } else {
+                err = pystacks0.insert(&id, &st->stack);
+                old = err == -EEXIST ? pystacks0.lookup(&id) : NULL;
+            }
+        }
+        if (err == -EEXIST)
+            st->key.python_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
+        else
+            st->key.python_stack_id = err ? err : (s32)id;
+        python_count(PY_COUNT_WALKED);
+        if (st->stack.truncated)
+            python_count(PY_COUNT_TRUNCATED);
+    }
+    struct sample_key key = st->key;
+    count_user_stack(ctx, CTX_PERF, &key, st->active, 0);
+}
+
+/* Record one frame and step to its caller; returns 1 when the walk is over. */
+static __always_inline int python_step(struct python_state *st) {
+    u64 frame = st->frame;
+    if (!frame)
+        return 1;
+    u32 len = st->stack.len;
+    if (len >= PY_MAX_FRAMES) {
+        st->stack.truncated = 1;
+        return 1;
+    }
+    u64 window[5] = {}; /* f_code, frame_obj, previous, prev_instr, stacktop|is_entry|owner */
+    if (bpf_probe_read_user(window, sizeof(window), (void *)(frame + PY_FRAME_WINDOW))) {
+        python_count(PY_COUNT_READ_ERROR);
+        return 1;
+    }
+    u64 code = window[0];
+    s64 offset = (s64)(window[3] - code - PY_CODE_BYTECODE);
+    u32 entry = (u32)(window[4] >> 32) & 0xff;
+    PY_BARRIER(len);
+    struct pyframe *out = &st->stack.frames[len & (PY_MAX_FRAMES - 1)];
+    out->code = code;
+    out->instr = (s32)(offset >> 1);
+    out->entry = entry ? 1 : 0;
+    st->stack.len = len + 1;
+    st->stack.hash = (st->stack.hash ^ code) * 0x100000001b3ULL;
+    st->stack.hash = (st->stack.hash ^ (u32)out->instr ^ ((u64)out->entry << 32)) * 0x100000001b3ULL;
+    st->frame = window[2];
+    return 0;
+}
+
+int python_walk(struct bpf_perf_event_data *ctx) {
+    u32 zero = 0;
+    struct python_state *st = python_scratch.lookup(&zero);
+    if (!st)
+        return 0;
+    for (int i = 0; i < PY_FRAMES_PER_CALL; i++) {
+        if (python_step(st)) {
+            python_finish(ctx, st);
+            return 0;
+        }
+    }
+    python_progs.call(ctx, 0);
+    python_finish(ctx, st); /* the tail call failed: keep what was walked */
+    return 0;
+}
+
+/* The sampled thread's innermost Python frame, or 0. */
+static __always_inline u64 python_current_frame(struct python_proc *proc) {
+    s32 tss[2] = {}; /* Py_tss_t: {int initialized; int key} */
+    if (bpf_probe_read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] ||
+        tss[1] < 0 || tss[1] >= 32)
+        return 0;
+    u64 task = bpf_get_current_task(), fsbase = 0, tstate = 0, cframe = 0, frame = 0;
+    if (bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(task + proc->fsbase_off)) || !fsbase)
+        return 0;
+    u64 slot = fsbase + PY_TSS_BASE + 16 * (u64)tss[1] + 8;
+    if (python_read(&tstate, slot) || !tstate)
+        return 0;
+    if (python_read(&cframe, tstate + PY_TSTATE_CFRAME) || !cframe)
+        return 0;
+    if (python_read(&frame, cframe + PY_CFRAME_FRAME))
+        return 0;
+    return frame;
+}
+
+/* The hook: returns (and the caller goes on without Python frames) unless
+ * the thread is in Python code; otherwise tail-calls python_walk. */
+static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx, struct sample_key *key,
+                                              u32 active) {
+    u32 tgid = key->tgid, zero = 0;
+    struct python_proc *proc = python_procs.lookup(&tgid);
+    if (!proc)
+        return;
+    u64 frame = python_current_frame(proc);
+    if (!frame) {
+        python_count(PY_COUNT_NO_TSTATE);
+        return;
+    }
+    struct python_state *st = python_scratch.lookup(&zero);
+    if (!st)
+        return;
+    st->key = *key;
+    st->active = active;
+    st->frame = frame;
+    st->stack.len = 0;
+    st->stack.truncated = 0;
+    st->stack.hash = 0xcbf29ce484222325ULL;
+    python_progs.call(ctx, 0);
+}

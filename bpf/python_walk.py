@@ -1,0 +1,129 @@
+"""The Python frame walker's program and maps (bpf/python.bpf.c), seen from Python.
+
+Owns :class:`PythonWalker` (loads ``python_walk`` into its tail-call slot,
+describes Python processes to the kernel, drains the Python stack store) and
+the values it takes and gives: :class:`PythonProcess` (what the kernel needs
+per process: where the interpreter keeps its thread-state key) and
+:class:`PythonStack` (one walked stack: ``(code address, instruction index,
+is_entry)`` innermost first, and whether its root end was cut).
+bpf/ imports nothing from symbols/: user space finds the addresses
+(``tui/collect/python_procs.py``) and names the code objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes as ct
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from bpftop.bpf.batch import HashDrain
+from bpftop.bpf.btf import member_offset
+from bpftop.bpf.raw import RawPyFrame
+
+PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
+MAX_FRAMES = 128  # PY_MAX_FRAMES
+COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors")  # PY_COUNT_* order
+_HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
+_FRAME = struct.Struct("<QiI")  # struct pyframe: code, instr, entry
+
+
+@dataclass(frozen=True, slots=True)
+class PythonProcess:
+    """``tss_key_addr``: the address of ``_PyRuntime.gilstate.autoTSSkey``."""
+
+    tss_key_addr: int
+
+
+@dataclass(frozen=True, slots=True)
+class PythonStack:
+    """One walked Python stack, innermost frame first."""
+
+    frames: tuple[RawPyFrame, ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PythonCounts:
+    """Samples since load: with Python frames, cut at MAX_FRAMES, of a
+    described process's thread without a frame, walks stopped by a failed read."""
+
+    walked: int = 0
+    truncated: int = 0
+    no_frame: int = 0
+    read_errors: int = 0
+
+
+class PythonWalker:
+    """The Python walker of one loaded program. Thread-safe."""
+
+    def __init__(self, bpf: Any, program_type: int) -> None:
+        self._procs = bpf[b"python_procs"]
+        self._counts = bpf[b"python_counts"]
+        self._stores = (bpf[b"pystacks0"], bpf[b"pystacks1"])
+        self._drains = tuple(HashDrain(store) for store in self._stores)
+        self._value_size = ct.sizeof(self._stores[0].Leaf)
+        self._lock = threading.Lock()
+        fsbase = member_offset("task_struct", "thread", "fsbase")
+        self.fsbase_offset = fsbase  # None: no BTF, Python frames cannot be walked
+        walker = bpf.load_func(b"python_walk", program_type)
+        bpf[b"python_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
+        self._described: set[int] = set()
+
+    @property
+    def usable(self) -> bool:
+        return self.fsbase_offset is not None
+
+    def describe(self, pid: int, process: PythonProcess) -> bool:
+        """Walk ``pid``'s Python frames from now on (False: not possible here)."""
+        if self.fsbase_offset is None:
+            return False
+        leaf = self._procs.Leaf()
+        leaf.tss_key_addr = process.tss_key_addr
+        leaf.fsbase_off = self.fsbase_offset
+        with self._lock:
+            try:
+                self._procs[ct.c_uint32(pid)] = leaf
+            except Exception:  # BCC raises a bare Exception when the map is full
+                return False
+            self._described.add(pid)
+        return True
+
+    def forget(self, pid: int) -> None:
+        with self._lock:
+            if pid in self._described:
+                self._described.discard(pid)
+                with contextlib.suppress(KeyError):
+                    del self._procs[ct.c_uint32(pid)]
+
+    @property
+    def described(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._described)
+
+    def take_stacks(self, generation: int) -> dict[int, PythonStack]:
+        """Every Python stack of an inactive generation, removed from the store."""
+        drained = self._drains[generation].drain()
+        ids = struct.unpack(f"<{drained.count}I", drained.keys) if drained.count else ()
+        size, stacks = self._value_size, {}
+        for i, stack_id in enumerate(ids):
+            stacks[stack_id] = _stack(drained.values, i * size)
+        return stacks
+
+    def counts(self) -> PythonCounts:
+        values = [int(self._counts.sum(ct.c_int(i)).value) for i in range(len(COUNT_NAMES))]
+        return PythonCounts(*values)
+
+
+def _stack(values: bytes, at: int) -> PythonStack:
+    _hash, length, truncated = _HEAD.unpack_from(values, at)
+    start = at + _HEAD.size
+    frames = tuple(
+        (code, instr, bool(entry))
+        for code, instr, entry in _FRAME.iter_unpack(
+            values[start : start + _FRAME.size * min(length, MAX_FRAMES)]
+        )
+    )
+    return PythonStack(frames, bool(truncated))

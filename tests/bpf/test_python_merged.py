@@ -1,0 +1,142 @@
+"""Python frames named and merged into native stacks, end to end: `bpftop
+record -p PID`, `bpftop record -- python3 script.py` and the live collector on
+Debian's python3.11 (tests/workloads/py_split.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from bpftop.bpf.program import CpuSampler
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.model.snapshot import Snapshot
+from tests.bpf.test_collector import Watched
+from tests.bpf.test_python_record import PY_FRAME, PYTHON, WORKLOAD, _python_frames, _record
+from tests.bpf.test_record import parse_folded
+
+
+def _split_shares(stacks: Counter[tuple[str, ...]]) -> tuple[float, float, int]:
+    """hot_a's share of hot_a + hot_b, the share of samples with the whole chain
+    (<module>; main; run; hot_*), and the total."""
+    total = sum(stacks.values())
+    hot: Counter[str] = Counter()
+    whole = 0
+    for stack, count in stacks.items():
+        names = [name for name, file, _ in _python_frames(stack) if file == str(WORKLOAD)]
+        for func in ("hot_a", "hot_b"):
+            if func in names:
+                hot[func] += count
+                at = names.index(func)
+                whole += count if names[:at] == ["<module>", "main", "run"] else 0
+    share_a = 100 * hot["hot_a"] / max(1, hot["hot_a"] + hot["hot_b"])
+    return share_a, whole / max(1, total), total
+
+
+def test_record_pid_splits_70_30_with_python_frames(tmp_path: Path) -> None:
+    target = subprocess.Popen(
+        [PYTHON, str(WORKLOAD), "split", "120"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        out = tmp_path / "split.folded"
+        # --no-early: perf_event samples from before BPF loads have no Python frames.
+        result = _record(
+            "-p", str(target.pid), "--no-early", "-F", "499", "-d", "8", "-o", str(out)
+        )
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    share_a, whole, total = _split_shares(parse_folded(out))
+    assert total > 800, f"{total} samples"
+    assert abs(share_a - 70) <= 3, f"hot_a {share_a:.1f}% (want 70 ± 3)"
+    assert whole >= 0.95, f"only {whole:.1%} of samples carry <module>;main;run;hot_*"
+    assert "bpftop: warning" not in result.stderr
+
+
+def test_record_command_shows_merged_python_and_native_frames(tmp_path: Path) -> None:
+    out = tmp_path / "cmd.folded"
+    result = _record(
+        "-F", "499", "-o", str(out), "--", PYTHON, str(WORKLOAD), "split", "6", timeout=180
+    )
+    assert result.returncode == 0, result.stderr
+    stacks = parse_folded(out)
+    share_a, whole, total = _split_shares(stacks)
+    assert total > 500 and abs(share_a - 70) <= 5 and whole >= 0.9, (share_a, whole, total)
+    # Merged: native frames stay around the Python ones (the process, libc's
+    # start and the C function time.thread_time calls), the eval loop is gone.
+    sample = max(
+        (s for s in stacks if any(n == "burn" for n, _, _ in _python_frames(s))),
+        key=stacks.__getitem__,
+    )
+    burn = next(i for i, f in enumerate(sample) if f.startswith("burn ("))
+    assert any("clock_gettime" in f or "thread_time" in f for f in sample[burn + 1 :]), sample
+    # The eval loop is replaced wherever the thread had Python frames (a few
+    # samples of start-up and shutdown C code may not).
+    unmerged = sum(c for s, c in stacks.items() if any("_PyEval_EvalFrameDefault" in f for f in s))
+    assert unmerged <= 0.02 * total, f"{unmerged} of {total} samples show the eval loop"
+    lines = {line for name, _, line in _python_frames(sample) if name in ("hot_a", "hot_b")}
+    source = WORKLOAD.read_text().splitlines()
+    assert all("burn(" in source[line - 1] for line in lines), lines
+
+
+def test_live_collector_shows_each_threads_python_function(tmp_path: Path) -> None:
+    """The live views render the collector's snapshots: the same named frames,
+    and picking one thread shows only its own Python function."""
+    target = subprocess.Popen(
+        [PYTHON, str(WORKLOAD), "threads", "120"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        left, right = map(int, target.stdout.readline().split())
+        watched = Watched(Collector(target.pid, CpuSampler(199), interval_s=1.0))
+        try:
+            both = watched.wait(
+                lambda s: {"spin_left", "spin_right"} <= _hot_names(s) and s.tree.total_count > 200,
+                60,
+            )
+            assert {left, right} <= {t.tid for t in both.threads}
+            watched.collector.select_thread(left)
+            one = watched.wait(lambda s: s.time_mode.endswith(f"thread {left}"), 10)
+        finally:
+            watched.collector.stop()
+    finally:
+        target.kill()
+        target.wait()
+    names = _hot_names(one)
+    assert "spin_left" in names and "spin_right" not in names, names
+
+
+def _hot_names(snap: Snapshot) -> set[str]:
+    """Python function names among the snapshot's hot functions (any total)."""
+    found = (PY_FRAME.match(h.label) for h in snap.hot if h.total_count)
+    return {m["name"] for m in found if m}
+
+
+def test_record_of_a_200_deep_recursion_keeps_the_innermost_frames_and_marks_the_cut(
+    tmp_path: Path,
+) -> None:
+    target = subprocess.Popen(
+        [PYTHON, str(WORKLOAD), "deep", "120", "200"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        out = tmp_path / "deep.folded"
+        result = _record("-p", str(target.pid), "--no-early", "-d", "4", "-o", str(out))
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    cut = {s: c for s, c in stacks.items() if any(f.startswith("[Python frames cut") for f in s)}
+    assert total > 100 and sum(cut.values()) >= 0.95 * total, (sum(cut.values()), total)
+    for stack in cut:
+        names = [name for name, _, _ in _python_frames(stack)]
+        assert "spin_left" in names and "main" not in names, names  # root end cut
+        marker = next(i for i, f in enumerate(stack) if f.startswith("[Python frames cut"))
+        assert _python_frames(stack[marker + 1 : marker + 2]), "the cut sits above the kept frames"

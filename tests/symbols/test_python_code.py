@@ -1,0 +1,65 @@
+"""Naming CPython 3.11 code objects from a live process (symbols/python_code.py)."""
+
+from __future__ import annotations
+
+import asyncio.base_events
+import json
+import json.decoder
+import subprocess
+import sys
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from bpftop.symbols.python_code import CodeNames, line_of
+from bpftop.symbols.python_runtime import PythonRuntime, find_python
+
+WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
+
+
+def _codes(module: types.ModuleType) -> list[types.CodeType]:
+    found = []
+    for value in vars(module).values():
+        for item in (value, *getattr(value, "__dict__", {}).values()):
+            code = getattr(item, "__code__", None)
+            if isinstance(code, types.CodeType):
+                found.append(code)
+    return found
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the 3.11 line table format")
+def test_line_table_agrees_with_co_lines() -> None:
+    checked = 0
+    for module in (json.decoder, threading, asyncio.base_events):
+        for code in _codes(module):
+            for start, end, line in code.co_lines():
+                for offset in range(start, end, 2):
+                    assert line_of(code.co_linetable, code.co_firstlineno, offset // 2) == line
+                    checked += 1
+    assert checked > 10_000
+
+
+def test_live_code_objects_are_named_and_a_wrong_address_is_a_miss() -> None:
+    proc = subprocess.Popen(
+        ["/usr/bin/python3.11", str(WORKLOAD), "split", "30"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        code = json.loads(proc.stdout.readline())
+        runtime = find_python(proc.pid)
+        assert isinstance(runtime, PythonRuntime)
+        names = CodeNames(proc.pid, runtime.code_type)
+        first = names.frame(code["hot_a"], -1)
+        not_code = names.frame(code["hot_a"] + 8, 0)
+        again = names.frame(code["hot_a"], 0)
+    finally:
+        proc.kill()
+        proc.wait()
+    source = WORKLOAD.read_text().splitlines()
+    def_line = next(i for i, text in enumerate(source, 1) if text.startswith("def hot_a("))
+    assert first.function == f"hot_a ({WORKLOAD}:{def_line})"
+    assert (first.file, first.line, first.module) == (str(WORKLOAD), def_line, str(WORKLOAD))
+    assert again.function is not None and again.function.startswith("hot_a (")
+    assert not_code.function is None and not_code.reason is not None

@@ -1,0 +1,99 @@
+"""Python processes among the sampled ones, for the in-kernel Python frame walker.
+
+Owns :class:`PythonFeed`: on the collector thread, it checks each sampled
+process once (and again after an exec) for a CPython interpreter
+(:func:`~bpftop.symbols.python_runtime.find_python`), describes a verified
+one to the loaded program's walker (``bpf/python_walk.py``), and keeps one
+line per refused interpreter (``notes``: a Python whose layout bpftop cannot
+verify; its native stacks go on), and merges the Python frames of their
+samples into the native ones (:mod:`bpftop.tui.collect.python_frames`). A
+process found without an interpreter is looked at again after
+``RECHECK_S`` (libpython may be loaded later).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from bpftop.bpf.python_walk import PythonProcess, PythonWalker
+from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.symbols.frame import Frame
+from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
+from bpftop.tui.collect.python_frames import PythonFrames
+
+RECHECK_S = 5.0  # a process without an interpreter is checked again after this
+
+
+class PythonFeed:
+    """Which sampled processes are Python, told to the kernel walker."""
+
+    def __init__(self, recheck_s: float = RECHECK_S) -> None:
+        self._walker: PythonWalker | None = None
+        self._found: dict[int, PythonRuntime | PythonRefused] = {}
+        self._checked_at: dict[int, float] = {}  # pids without an interpreter
+        self._recheck_s = recheck_s
+        self._frames = PythonFrames()
+        self.notes: list[str] = []  # one line per refused interpreter, in order
+
+    def attach(self, sampler: Any, pids: Iterable[int]) -> None:
+        """The program is loaded: use its walker (if it has one) for ``pids`` and
+        every process sampled from now on."""
+        walker = getattr(sampler, "python", None)
+        self._walker = walker if isinstance(walker, PythonWalker) and walker.usable else None
+        for pid in pids:
+            self.check(pid)
+
+    def runtime(self, pid: int) -> PythonRuntime | None:
+        """The verified interpreter of ``pid``, if it has one."""
+        found = self._found.get(pid)
+        return found if isinstance(found, PythonRuntime) else None
+
+    def merged(self, sample: RawSample, native: tuple[Frame, ...]) -> tuple[Frame, ...]:
+        """``native`` (innermost first) with ``sample``'s Python frames merged in."""
+        runtime = self.runtime(sample.tgid)
+        if runtime is None or not sample.python_stack:
+            return native
+        return self._frames.merged(runtime, sample, native)
+
+    def note(self, tick: RawTick) -> None:
+        """Check the processes this tick sampled that were not checked yet."""
+        if self._walker is None:
+            return
+        for ended in tick.exits:
+            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
+                self.forget(ended.tgid)
+        now = time.monotonic()
+        for tgid in {s.tgid for s in tick.samples}:
+            if tgid in self._found:
+                continue
+            checked = self._checked_at.get(tgid)
+            if checked is None or now - checked >= self._recheck_s:
+                self.check(tgid)
+
+    def forget(self, pid: int) -> None:
+        """``pid`` exec'd (or exited): what was found no longer holds."""
+        self._found.pop(pid, None)
+        self._checked_at.pop(pid, None)
+        self._frames.forget(pid)
+        if self._walker is not None:
+            self._walker.forget(pid)
+
+    def exec(self, pid: int) -> None:
+        """``pid`` exec'd: check its new image now."""
+        self.forget(pid)
+        self.check(pid)
+
+    def check(self, pid: int) -> None:
+        if self._walker is None or pid <= 0:
+            return
+        found = find_python(pid)
+        if found is None:
+            self._checked_at[pid] = time.monotonic()
+            return
+        self._found[pid] = found
+        if isinstance(found, PythonRefused):
+            self.notes.append(found.message)
+        else:
+            self._walker.describe(pid, PythonProcess(found.tss_key_addr))
