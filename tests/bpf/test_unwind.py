@@ -156,7 +156,8 @@ def test_debian_python_reaches_start_and_matches_perf_dwarf(tmp_path: Path) -> N
              str(target.pid), "-o", str(data), "--", "sleep", "8"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        _record_cached(target.pid, out, cache, "-F", "499", "-d", "6", "--no-early")
+        # Native frames, as perf's (--no-python: no Python functions in place of the eval loop).
+        _record_cached(target.pid, out, cache, "-F", "499", "-d", "6", "--no-early", "--no-python")
         perf.wait(timeout=60)
     finally:
         target.kill()

@@ -147,6 +147,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="no perf_event samples while BPF compiles (their user stacks are frame-pointer "
         "walks): every sample from BPF, the first ones seconds later",
     )
+    p.add_argument(
+        "--no-python",
+        action="store_true",
+        help="native frames only for CPython processes (no Python functions merged in)",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
     p.add_argument(
         "command",

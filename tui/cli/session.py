@@ -93,6 +93,7 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
             launched=launched,
             early=getattr(args, "early_perf", None),
             early_sampling=not getattr(args, "no_early", False),
+            python_frames=not getattr(args, "no_python", False),
         )
     except BaseException:
         end_launched(args)

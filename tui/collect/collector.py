@@ -67,13 +67,15 @@ class Collector:
         launched: subprocess.Popen[bytes] | None = None,
         early: PerfSampler | None = None,
         early_sampling: bool = True,
+        python_frames: bool = True,
     ) -> None:
         """``offsets``: frames named ``function+0xOFF`` (perf's sym+off); ``mangled``:
         as the symbol table spells them. ``pid``: the main target (the header's),
         ``extra_pids`` more (-p -p); ``system_wide``: every process (-a, ``pid`` 0);
         ``launched``: a command held before its first instruction, let go once
         probes are attached; ``early``: perf_event sampling the CLI started, taken
-        over; ``early_sampling`` False: BPF's samples only (--no-early)."""
+        over; ``early_sampling`` False: BPF's samples only (--no-early);
+        ``python_frames`` False: native frames only for CPython (--no-python)."""
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
@@ -81,7 +83,9 @@ class Collector:
         self.interval_s = interval_s
         self._sampler = sampler
         self._symbolizer = Symbolizer()
-        self._stacks = StackCache(self._symbolizer, offsets=offsets, mangled=mangled)
+        self._stacks = StackCache(
+            self._symbolizer, offsets=offsets, mangled=mangled, python=python_frames
+        )
         self._hints = Hints()
         self._probes = ProbeProfiles(sampler.probe, sampler.spec.weighted)
         self._probe_request = ProbeRequest()

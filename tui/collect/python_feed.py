@@ -29,7 +29,9 @@ RECHECK_S = 5.0  # a process without an interpreter is checked again after this
 class PythonFeed:
     """Which sampled processes are Python, told to the kernel walker."""
 
-    def __init__(self, recheck_s: float = RECHECK_S) -> None:
+    def __init__(self, recheck_s: float = RECHECK_S, *, enabled: bool = True) -> None:
+        """``enabled`` False: no process is ever described to the walker (--no-python)."""
+        self._enabled = enabled
         self._walker: PythonWalker | None = None
         self._found: dict[int, PythonRuntime | PythonRefused] = {}
         self._checked_at: dict[int, float] = {}  # pids without an interpreter
@@ -41,7 +43,8 @@ class PythonFeed:
         """The program is loaded: use its walker (if it has one) for ``pids`` and
         every process sampled from now on."""
         walker = getattr(sampler, "python", None)
-        self._walker = walker if isinstance(walker, PythonWalker) and walker.usable else None
+        usable = self._enabled and isinstance(walker, PythonWalker) and walker.usable
+        self._walker = walker if usable else None
         for pid in pids:
             self.check(pid)
 

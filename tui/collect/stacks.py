@@ -54,13 +54,16 @@ class StackCache:
     perf's sym+off); ``mangled``: as the symbol table spells them.
     """
 
-    def __init__(self, symbolizer: Symbolizer, *, offsets: bool, mangled: bool) -> None:
+    def __init__(
+        self, symbolizer: Symbolizer, *, offsets: bool, mangled: bool, python: bool = True
+    ) -> None:
         self._symbolizer = symbolizer
         self._offsets, self._mangled = offsets, mangled
         self._stacks: dict[StackKey, Stack] = {}
         self._max_depth = max_stack_depth()
         self.source_lines = False  # the frames built now carry file:line
-        self.python = PythonFeed()  # Python processes: frames from the kernel walker
+        # Python processes: frames from the kernel walker (off: never told of any)
+        self.python = PythonFeed(enabled=python)
 
     def show_source_lines(self, on: bool) -> None:
         """Build frames with (or without) ``file:line`` from now on.
