@@ -459,6 +459,22 @@ static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u
     return st;
 }
 
+/* A followed process forked (--children): the child has its parent's code
+ * until it execs, so it gets the parent's mappings (and tables) at once
+ * instead of frame pointers until user space describes it. A new thread
+ * lands here too; user space removes its entry again (keys are tgids). */
+static __always_inline void unwind_fork(u32 parent, u32 child) {
+    struct unwind_proc *proc = unwind_procs.lookup(&parent);
+    if (proc)
+        unwind_procs.update(&child, proc);
+}
+
+/* A process exec'd: its mappings are of the old image, wrong for the new one;
+ * frame pointers until user space describes the new image. */
+static __always_inline void unwind_exec(u32 tgid) {
+    unwind_procs.delete(&tgid);
+}
+
 /* The hooks (declared in bpftop.bpf.c): they return only when the walker
  * cannot run. A count: */
 static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key, u32 active,

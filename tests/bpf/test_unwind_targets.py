@@ -1,0 +1,137 @@
+"""The .eh_frame walker for every process bpftop samples, against the real
+kernel: each -p target, --children's children forked later, a process after
+an exec, and -a's sampled processes get their tables, so the stacks of
+binaries without frame pointers reach main. Through ``bpftop record`` with
+--no-early (BPF-walked stacks only)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from bpftop.bpf.program import CpuSampler
+from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.symbols.code_ranges import code_ranges
+from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.tui.collect.unwind_feed import OVER_LIMIT, UnwindFeed
+from tests.bpf.test_record import parse_folded
+from tests.bpf.test_targets import record
+
+Stacks = Counter[tuple[str, ...]]
+
+
+def _user(stack: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in stack[1:] if not f.endswith("_[k]"))
+
+
+def _from_main(stacks: Stacks, label: str) -> tuple[float, int]:
+    """(share of ``label``'s samples whose user stack reaches main, its samples)."""
+    mine = {s: n for s, n in stacks.items() if s[0] == label}
+    total = sum(mine.values())
+    reached = sum(n for s, n in mine.items() if "main" in _user(s))
+    return (reached / total if total else 0.0), total
+
+
+def test_two_targets_both_reach_main(workloads: Path, tmp_path: Path) -> None:
+    """-p A -p B: both processes' tables are fed, not only the first's."""
+    procs = [subprocess.Popen([str(workloads / p), "60"]) for p in ("chain_nofp", "deep_nofp")]
+    out = tmp_path / "two.folded"
+    try:
+        pids = [a for p in procs for a in ("-p", str(p.pid))]
+        record(out, *pids, "-F", "997", "-d", "5", "--no-early")
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    stacks = parse_folded(out)
+    for label in ("chain_nofp", "deep_nofp"):
+        share, total = _from_main(stacks, label)
+        print(f"{label}: {share:.2%} of {total} samples reach main")
+        assert total > 500, (label, stacks.most_common(3))
+        assert share >= 0.99, (label, share, stacks.most_common(3))
+
+
+def test_child_forked_later_reaches_main(workloads: Path, tmp_path: Path) -> None:
+    """--children: the child forked 1 s after the start runs the chain 3 s; it has
+    its parent's entry from the fork on (the parent only sleeps)."""
+    out = tmp_path / "child.folded"
+    cmd = [str(workloads / "chain_nofp"), "3", "1"]
+    record(out, "--children", "-F", "997", "--no-early", "--", *cmd)
+    share, total = _from_main(parse_folded(out), "chain_nofp")
+    print(f"forked child: {share:.2%} of {total} samples reach main")
+    assert total > 1000
+    assert share >= 0.99
+
+
+def test_launched_command_reaches_main_from_its_first_sample(
+    workloads: Path, tmp_path: Path
+) -> None:
+    """-- COMMAND: the command is held at its exec until its tables are in."""
+    out = tmp_path / "launched.folded"
+    record(out, "-F", "997", "--no-early", "--", str(workloads / "chain_nofp"), "3")
+    share, total = _from_main(parse_folded(out), "chain_nofp")
+    print(f"launched: {share:.2%} of {total} samples reach main")
+    assert total > 1000
+    assert share >= 0.99
+
+
+def test_exec_into_a_new_binary_reaches_main(workloads: Path, tmp_path: Path) -> None:
+    """A target that execs a binary without frame pointers: the exec wakes the
+    feed, so only the samples before the exec's tick use frame pointers."""
+    out = tmp_path / "exec.folded"
+    script = f"sleep 0.3; exec {workloads / 'chain_nofp'} 4"
+    record(out, "-F", "997", "--no-early", "--", "sh", "-c", script)
+    share, total = _from_main(parse_folded(out), "chain_nofp")
+    print(f"after exec: {share:.2%} of {total} samples reach main")
+    assert total > 1000
+    assert share >= 0.75
+
+
+def test_system_wide_sampled_process_reaches_main(workloads: Path, tmp_path: Path) -> None:
+    """-a: a busy process gets tables (busy ones are fed while BCC compiles)."""
+    target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
+    out = tmp_path / "all.folded"
+    try:
+        time.sleep(0.5)
+        record(out, "-a", "-F", "499", "-d", "5", "--no-early")
+    finally:
+        target.kill()
+        target.wait()
+    share, total = _from_main(parse_folded(out), "chain_nofp")
+    print(f"-a: {share:.2%} of {total} samples of chain_nofp reach main")
+    assert total > 500
+    assert share >= 0.99
+
+
+def test_one_feed_shares_tables_across_processes_and_counts_fallbacks(tmp_path: Path) -> None:
+    """Two processes of one binary cost one build of each file, and the rows are
+    written once; samples of a process past the feed's limit are counted."""
+    python = "/usr/bin/python3"
+    procs = [subprocess.Popen([python, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    cache = UnwindCache(str(tmp_path / "unwind"))
+    try:
+        with CpuSampler(99, unwind="auto") as sampler:
+            sampler.load()
+            unwinder = sampler.unwinder
+            assert unwinder is not None
+            feed = UnwindFeed([p.pid for p in procs[:2]], cache=cache, max_processes=2)
+            feed.start().attach(unwinder)
+            assert feed.ready.wait(120)
+            files = {c.key for c in code_ranges(procs[0].pid)}
+            rows = [[r for *_, r in unwinder.process_mappings(p.pid)] for p in procs[:2]]
+            late = procs[2].pid
+            feed.note_tick(RawTick(samples=(RawSample(late, late, (1, 2), (), 5),)))
+            state = unwinder.state()
+            feed.close()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert state.processes == 2
+    assert cache.builds == feed.tables.loads == len(files), "each file built once for both"
+    assert state.tables_loaded + state.files_without_cfi == len(files)
+    assert rows[0] == rows[1] and all(rows[0]), "both described with the same tables"
+    assert state.processes_over_limit == 1
+    assert state.fp_fallbacks == ((OVER_LIMIT, 5),)
