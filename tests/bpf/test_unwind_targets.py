@@ -78,15 +78,16 @@ def test_launched_command_reaches_main_from_its_first_sample(
 
 
 def test_exec_into_a_new_binary_reaches_main(workloads: Path, tmp_path: Path) -> None:
-    """A target that execs a binary without frame pointers: the exec wakes the
-    feed, so only the samples before the exec's tick use frame pointers."""
+    """A target that execs a binary without frame pointers: the feed notices the
+    new executable within 50 ms (the kernel dropped the stale entry at the exec),
+    so only the samples of those first milliseconds use frame pointers."""
     out = tmp_path / "exec.folded"
     script = f"sleep 0.3; exec {workloads / 'chain_nofp'} 4"
     record(out, "-F", "997", "--no-early", "--", "sh", "-c", script)
     share, total = _from_main(parse_folded(out), "chain_nofp")
     print(f"after exec: {share:.2%} of {total} samples reach main")
-    assert total > 1000
-    assert share >= 0.75
+    assert total > 500
+    assert share >= 0.95
 
 
 def test_system_wide_sampled_process_reaches_main(workloads: Path, tmp_path: Path) -> None:

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 POLL_S = 1.0
 MAX_PROCESSES = 256  # processes fed at once (the walker's map holds 1,024)
 HELD_WAIT_S = 5.0  # a command held at its exec waits this long for its tables at most
+EXEC_CHECK_S = 0.05  # a few followed processes: how often their executable is checked
+MAX_EXEC_CHECKED = 32  # past this many (-a), an exec is noticed at the next poll
 BUSY_WINDOW_S = 0.3  # -a: CPU time is compared over this long to find busy processes
 MAX_IGNORED = 65536  # gone or code-less pids remembered (not looked at again)
 WAITING = "tables not built yet"
@@ -82,6 +84,7 @@ class UnwindFeed:
         self._wanted: dict[int, int] = {}  # pid -> samples seen while not fed (priority)
         self._maps: dict[int, str | None] = {}  # pid -> maps text its entry describes
         self._ranges: dict[int, tuple[CodeRange, ...]] = {}
+        self._exe: dict[int, str] = {}  # pid -> its executable when its maps were read
         self._described: set[int] = set()  # pids the walker has an entry for
         self._current: set[int] = set()  # described with every table of its maps
         self._ignored: set[int] = {os.getpid()}
@@ -133,16 +136,19 @@ class UnwindFeed:
         """``tgid`` exec'd: the kernel dropped its entry; describe the new image
         now. A process held stopped at its exec (``bpftop -- COMMAND``) is
         waited for, up to ``HELD_WAIT_S``: its first instruction is walked too."""
-        with self._lock:
-            self._maps.pop(tgid, None)
-            self._described.discard(tgid)
-            self._current.discard(tgid)
-            self._ignored.discard(tgid)
+        self._forget_image(tgid)
         self.add(tgid)
         self.ready.clear()
         self._wake.set()
         if is_stopped(tgid):
             self.wait_current(tgid, HELD_WAIT_S)
+
+    def _forget_image(self, tgid: int) -> None:
+        with self._lock:
+            self._maps.pop(tgid, None)
+            self._described.discard(tgid)
+            self._current.discard(tgid)
+            self._ignored.discard(tgid)
 
     def note_tick(self, tick: RawTick, bpf: bool = True) -> None:
         """A tick's forks (followed children, fed at once), and its samples: a
@@ -212,7 +218,21 @@ class UnwindFeed:
                     break
             if self._unwinder is not None and not self._wake.is_set():
                 self.ready.set()
-            self._wake.wait(self._poll_s)
+            self._sleep()
+
+    def _sleep(self) -> None:
+        """Wait ``poll_s`` or until woken; with a few processes, notice an exec
+        (a new executable) within ``EXEC_CHECK_S``, before the tick reports it."""
+        deadline = time.monotonic() + self._poll_s
+        while not self._wake.wait(min(EXEC_CHECK_S, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return
+            if len(self._exe) > MAX_EXEC_CHECKED:
+                continue
+            for pid, exe in list(self._exe.items()):
+                if _exe(pid) != exe:
+                    self._forget_image(pid)  # (gone: the next visit drops it)
+                    return
 
     def _visit(self, pid: int, build: bool) -> bool:
         """Re-read ``pid``'s maps; when they changed, describe them and (``build``)
@@ -228,6 +248,7 @@ class UnwindFeed:
         with self._lock:
             self._current.discard(pid)
         self._ranges[pid] = ranges
+        self._exe[pid] = _exe(pid)
         self._push(pid, ranges)
         fresh = False  # tables taken from disk since the last push
         for code in ranges:
@@ -257,6 +278,7 @@ class UnwindFeed:
             self._wanted.pop(pid, None)
             self._maps.pop(pid, None)
             self._ranges.pop(pid, None)
+            self._exe.pop(pid, None)
             self._described.discard(pid)
             self._current.discard(pid)
             if len(self._ignored) >= MAX_IGNORED:
@@ -284,6 +306,13 @@ class UnwindFeed:
         with self._lock:
             if pid in self._wanted:
                 self._described.add(pid)
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
 
 
 def busy_processes(window_s: float, stop: threading.Event) -> list[tuple[int, int]]:
