@@ -11,11 +11,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.symbols.code_ranges import code_ranges
+from bpftop.symbols.disk_cache import CACHE_DIR_ENV
 from bpftop.symbols.unwind_cache import UnwindCache
-from bpftop.tui.collect.unwind_feed import OVER_LIMIT, UnwindFeed
+from bpftop.tui.collect.early import EarlyFeed
+from bpftop.tui.collect.unwind_feed import OVER_LIMIT, UnwindFeed, prefetch_unwind_tables
 from tests.bpf.test_record import parse_folded
 from tests.bpf.test_targets import record
 
@@ -136,3 +140,37 @@ def test_one_feed_shares_tables_across_processes_and_counts_fallbacks(tmp_path: 
     assert rows[0] == rows[1] and all(rows[0]), "both described with the same tables"
     assert state.processes_over_limit == 1
     assert state.fp_fallbacks == ((OVER_LIMIT, 5),)
+
+
+def test_feed_and_early_walk_share_one_process_tables(
+    workloads: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed takes the early sampler's ProcessTables: its builder thread and
+    the feed's build each file once between them (cold cache), and the early
+    walk finds the tables the feed built."""
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
+    early = None
+    try:
+        exe = (workloads / "chain_nofp").resolve()
+        while Path(f"/proc/{target.pid}/exe").resolve() != exe:
+            time.sleep(0.01)
+        early, why = EarlyFeed.start(99, [target.pid], False)
+        assert early is not None, why
+        feed = prefetch_unwind_tables(CpuSampler(99, unwind="auto"), [target.pid], early)
+        assert feed is not None and feed.tables is early.stacks.tables
+        deadline = time.monotonic() + 120
+        while feed.tables.missing(target.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        feed.close()
+        files = {c.key for c in code_ranges(target.pid)}
+        lookup = early.stacks.tables.lookup_for(target.pid)
+        found = [lookup(c.start) is not None for c in code_ranges(target.pid)]
+    finally:
+        if early is not None:
+            early.close()
+        target.kill()
+        target.wait()
+    assert not feed.tables.missing(target.pid)
+    assert feed.tables.loads == len(files), "no file built twice"
+    assert all(found), "the early walk sees every table"
