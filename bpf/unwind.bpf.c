@@ -312,7 +312,7 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
         st->sp += 8;
         return 0;
     }
-    if (st->mode != UNWIND_MODE_AUTO)
+    if (st->mode != UNWIND_MODE_AUTO && proc) /* dwarf: tables only, once the process has them */
         return 1;
     return unwind_fp_step(st);
 }

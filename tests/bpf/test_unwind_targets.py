@@ -174,3 +174,26 @@ def test_feed_and_early_walk_share_one_process_tables(
     assert not feed.tables.missing(target.pid)
     assert feed.tables.loads == len(files), "no file built twice"
     assert all(found), "the early walk sees every table"
+
+
+def test_dwarf_mode_uses_frame_pointers_for_a_process_without_tables(workloads: Path) -> None:
+    """--unwind dwarf, no tables fed for the process: its stacks are frame-pointer
+    walks (the frame-pointer build reaches main), not the one frame they were."""
+    target = subprocess.Popen([str(workloads / "chain"), "30"])
+    try:
+        with CpuSampler(499, unwind="dwarf") as sampler:
+            sampler.load()
+            sampler.set_targets([target.pid])
+            sampler.start()
+            time.sleep(2.0)
+            tick = sampler.drain()
+    finally:
+        target.kill()
+        target.wait()
+    stacks = [(s.user_stack, s.count) for s in tick.samples if s.tgid == target.pid]
+    total = sum(n for _, n in stacks)
+    # a, run, main, __libc_start_call_main at least (the frame pointers' walk of a
+    # sample in a; one in c has 6 frames); the walker without tables stops at 1.
+    deep = sum(n for stack, n in stacks if len(stack) >= 4)
+    assert total >= 200, total
+    assert deep >= 0.95 * total, (deep, total)

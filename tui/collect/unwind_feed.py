@@ -54,6 +54,7 @@ MAX_IGNORED = 65536  # gone or code-less pids remembered (not looked at again)
 WAITING = "tables not built yet"
 OVER_LIMIT = "past the feed's process limit"
 GONE = "process gone or without user code"
+SELF = "bpftop itself (not fed)"
 
 
 class UnwindFeed:
@@ -179,6 +180,8 @@ class UnwindFeed:
     def _reason(self, tgid: int) -> str:
         if tgid in self._wanted:
             return WAITING
+        if tgid == os.getpid():
+            return SELF
         return OVER_LIMIT if len(self._wanted) >= self._max else GONE
 
     def wait_current(self, pid: int, timeout_s: float) -> bool:
