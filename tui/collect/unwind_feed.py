@@ -1,8 +1,10 @@
 """Feeds the in-kernel unwinder: every process bpftop samples gets its tables.
 
-Owns :class:`UnwindFeed`: one worker thread for all processes. It reads each
+Owns :class:`UnwindFeed`: two worker threads for all processes. One reads each
 process's executable mappings (:func:`~bpftop.symbols.code_ranges.code_ranges`)
-and builds or loads each file's unwind table through a shared
+and describes it with the tables already built or on disk (milliseconds);
+the other builds the missing ones (seconds each, cold), most-sampled
+process first, through a shared
 :class:`~bpftop.symbols.process_tables.ProcessTables` (per file, once: a
 library mapped by many processes, or two processes of one binary, cost one
 build; the early sampler's user-space walk uses the same tables). It starts
@@ -97,6 +99,9 @@ class UnwindFeed:
         for pid in (pids,) if isinstance(pids, int) else pids:
             self._wanted.setdefault(pid, 0)
         self._thread = threading.Thread(target=self._run, name="bpftop-unwind", daemon=True)
+        self._to_build: tuple[CodeRange, ...] = ()  # files to build, most wanted first
+        self._build_wake = threading.Event()
+        self._builder = threading.Thread(target=self._build, name="bpftop-unwinds", daemon=True)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -198,11 +203,14 @@ class UnwindFeed:
         the unwinder ignores writes once its program is closed)."""
         self._stop.set()
         self._wake.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
+        self._build_wake.set()
+        for thread in (self._thread, self._builder):
+            if thread.is_alive() and thread is not threading.current_thread():
+                thread.join(timeout_s)
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
+        self._builder.start()
         if self._busy_first:
             for pid, _ in busy_processes(BUSY_WINDOW_S, self._stop):
                 self.add(pid)
@@ -210,18 +218,34 @@ class UnwindFeed:
             self._wake.clear()
             with self._lock:  # most samples first; the targets in their order
                 queue = sorted(self._wanted, key=lambda p: -self._wanted[p])
-            # First describe every process with the tables there are (cheap),
-            # then build the missing ones; new work (a fork, an exec, a newly
-            # sampled process) starts the pass again between two files.
-            missing = [pid for pid in queue if self._visit(pid, build=False)]
+            # Describe every process with the tables there are (cheap: built, or
+            # on disk); the builder thread builds the missing files in this
+            # order and wakes us after each, so a long build holds no one up.
+            missing = [pid for pid in queue if self._visit(pid)]
+            files: dict[str, CodeRange] = {}
             for pid in missing:
-                if self._stop.is_set():
-                    return
-                if self._wake.is_set() or self._visit(pid, build=True):
-                    break
-            if self._unwinder is not None and not self._wake.is_set():
+                for code in self._ranges.get(pid, ()):
+                    if not self.tables.has(code.key):
+                        files.setdefault(code.key, code)
+            self._to_build = tuple(files.values())
+            if files:
+                self._build_wake.set()
+            elif self._unwinder is not None and not self._wake.is_set():
                 self.ready.set()
             self._sleep()
+
+    def _build(self) -> None:
+        """The builder thread: the first file of the latest list not built yet."""
+        while not self._stop.is_set():
+            self._build_wake.wait()
+            self._build_wake.clear()
+            while not self._stop.is_set():
+                todo = (c for c in self._to_build if not self.tables.has(c.key))
+                code = next(todo, None)
+                if code is None:
+                    break
+                self.tables.load(code)
+                self._wake.set()  # describe the processes with it
 
     def _sleep(self) -> None:
         """Wait ``poll_s`` or until woken; with a few processes, notice an exec
@@ -237,10 +261,10 @@ class UnwindFeed:
                     self._forget_image(pid)  # (gone: the next visit drops it)
                     return
 
-    def _visit(self, pid: int, build: bool) -> bool:
-        """Re-read ``pid``'s maps; when they changed, describe them and (``build``)
-        load the missing tables, describing the process again after each.
-        True: tables are still missing (not built, or interrupted)."""
+    def _visit(self, pid: int) -> bool:
+        """Re-read ``pid``'s maps; unless they are the ones described with every
+        table, describe them with the tables built or on disk. True: some
+        files' tables are still to be built."""
         text = read_maps_text(pid)
         if text is not None and text == self._maps.get(pid):
             return False
@@ -252,23 +276,13 @@ class UnwindFeed:
             self._current.discard(pid)
         self._ranges[pid] = ranges
         self._exe[pid] = _exe(pid)
-        self._push(pid, ranges)
-        fresh = False  # tables taken from disk since the last push
+        missing = False
         for code in ranges:
-            if self.tables.has(code.key):
-                continue
-            if self.tables.load_stored(code):
-                fresh = True
-                continue
-            if fresh:
-                self._push(pid, ranges)
-                fresh = False
-            if not build or self._stop.is_set() or self._wake.is_set():
-                return True
-            self.tables.load(code)
-            self._push(pid, ranges)
-        if fresh:
-            self._push(pid, ranges)
+            if not self.tables.has(code.key) and not self.tables.load_stored(code):
+                missing = True
+        self._push(pid, ranges)
+        if missing:
+            return True
         with self._lock:
             if pid in self._wanted:
                 self._maps[pid] = text  # only once every table is in
