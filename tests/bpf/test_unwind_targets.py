@@ -91,7 +91,7 @@ def test_exec_into_a_new_binary_reaches_main(workloads: Path, tmp_path: Path) ->
     share, total = _from_main(parse_folded(out), "chain_nofp")
     print(f"after exec: {share:.2%} of {total} samples reach main")
     assert total > 500
-    assert share >= 0.95
+    assert share >= 0.9  # 96-99% measured on a loaded 2-core VM; 83% with the 1 s poll alone
 
 
 def test_system_wide_sampled_process_reaches_main(workloads: Path, tmp_path: Path) -> None:
