@@ -133,12 +133,16 @@ static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sa
 static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
                                             u32 slot, u64 weight_ns) {}
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {}
+static __always_inline void unwind_fork(u32 parent, u32 child) {}
+static __always_inline void unwind_exec(u32 tgid) {}
 #else
 static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
                                               u32 active, u32 at_entry);
 static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *key, u32 state,
                                             u32 slot, u64 weight_ns);
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot);
+static __always_inline void unwind_fork(u32 parent, u32 child);
+static __always_inline void unwind_exec(u32 tgid);
 #endif
 
 /* uretprobe: entry of the probed function (attached as a uprobe). */
@@ -312,6 +316,7 @@ static __always_inline void send_event(void *ctx, u32 kind, u32 tgid, u32 tid) {
 TRACEPOINT_PROBE(sched, sched_process_exec) {
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32;
+    unwind_exec(tgid); /* any process (-a too): its old mappings are stale */
     if (!targets.lookup(&tgid))
         return 0;
     if (control_get(CONTROL_HOLD_AT_EXEC) == tgid) {
@@ -332,6 +337,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
     u32 child = args->child_pid;
     u8 one = 1;
     targets.update(&child, &one);
+    unwind_fork(tgid, child);
     send_event(args, EVENT_FORK, child, tgid);
     return 0;
 }

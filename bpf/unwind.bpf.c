@@ -312,7 +312,7 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
         st->sp += 8;
         return 0;
     }
-    if (st->mode != UNWIND_MODE_AUTO)
+    if (st->mode != UNWIND_MODE_AUTO && proc) /* dwarf: tables only, once the process has them */
         return 1;
     return unwind_fp_step(st);
 }
@@ -457,6 +457,22 @@ static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u
     st->stack.len = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
     return st;
+}
+
+/* A followed process forked (--children): the child has its parent's code
+ * until it execs, so it gets the parent's mappings (and tables) at once
+ * instead of frame pointers until user space describes it. A new thread
+ * lands here too; user space removes its entry again (keys are tgids). */
+static __always_inline void unwind_fork(u32 parent, u32 child) {
+    struct unwind_proc *proc = unwind_procs.lookup(&parent);
+    if (proc)
+        unwind_procs.update(&child, proc);
+}
+
+/* A process exec'd: its mappings are of the old image, wrong for the new one;
+ * frame pointers until user space describes the new image. */
+static __always_inline void unwind_exec(u32 tgid) {
+    unwind_procs.delete(&tgid);
 }
 
 /* The hooks (declared in bpftop.bpf.c): they return only when the walker

@@ -14,6 +14,7 @@ drains.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes as ct
 import threading
 from collections.abc import Sequence
@@ -64,7 +65,12 @@ class UnwindState:
     ``tables_refused``: files whose rows did not fit in ``unwind_rows``;
     ``mappings_dropped``: executable mappings past the first ``MAX_MAPPINGS``
     of a process (summed over processes); ``files_without_cfi``: files with
-    no usable .eh_frame (or unreadable). Frames in those use frame pointers."""
+    no usable .eh_frame (or unreadable). Frames in those use frame pointers.
+    ``processes``: processes described to the walker; ``processes_waiting``:
+    sampled or followed ones whose tables are still being built;
+    ``processes_over_limit``: sampled ones left to frame pointers (-a: past the
+    feed's bound); ``fp_fallbacks``: (reason, samples) of BPF samples whose
+    process had no tables in the walker, so frame pointers made their stack."""
 
     mode: str
     tables_loaded: int = 0
@@ -75,6 +81,19 @@ class UnwindState:
     tables_refused: int = 0
     mappings_dropped: int = 0
     files_without_cfi: int = 0
+    processes: int = 0
+    processes_waiting: int = 0
+    processes_over_limit: int = 0
+    fp_fallbacks: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FeedState:
+    """What the table feed reports to :meth:`Unwinder.state` (see UnwindState)."""
+
+    processes_waiting: int = 0
+    processes_over_limit: int = 0
+    fp_fallbacks: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +126,8 @@ class Unwinder:
         self._refused: set[str] = set()  # tables that did not fit
         self._without_cfi: set[str] = set()
         self._dropped: dict[int, int] = {}  # tgid -> mappings past MAX_MAPPINGS
+        self._described: set[int] = set()  # tgids set_process wrote
+        self.feed_state = FeedState()  # replaced whole by the feed
         walker = bpf.load_func(b"unwind_walk", program_type)
         bpf[b"unwind_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
         bpf[b"unwind_mode"][ct.c_int(0)] = ct.c_uint32(MODES[mode])
@@ -168,7 +189,18 @@ class Unwinder:
                     entry.first_pc, entry.shift = slot.first_pc, slot.shift
                     with_table += 1
             self._procs[ct.c_uint32(tgid)] = leaf
+            self._described.add(tgid)
         return with_table
+
+    def forget_process(self, tgid: int) -> None:
+        """Drop ``tgid``'s entry (it is gone, or a thread given one at a fork)."""
+        with self._lock:
+            self._dropped.pop(tgid, None)
+            self._described.discard(tgid)
+            if self._closed:
+                return
+            with contextlib.suppress(KeyError):
+                del self._procs[ct.c_uint32(tgid)]
 
     def process_mappings(self, tgid: int) -> list[tuple[int, int, int]]:
         """(start, end, rows) of each mapping the walker knows for ``tgid``."""
@@ -191,7 +223,10 @@ class Unwinder:
                 rows_max=self.capacity_rows, index_used=self._next_index,
                 index_max=int(self._index.max_entries), tables_refused=len(self._refused),
                 mappings_dropped=sum(self._dropped.values()),
-                files_without_cfi=len(self._without_cfi),
+                files_without_cfi=len(self._without_cfi), processes=len(self._described),
+                processes_waiting=self.feed_state.processes_waiting,
+                processes_over_limit=self.feed_state.processes_over_limit,
+                fp_fallbacks=self.feed_state.fp_fallbacks,
             )  # fmt: skip
 
     def close(self) -> None:

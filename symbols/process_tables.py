@@ -14,8 +14,12 @@ thread a lookup that never builds (None for a file whose table is not there
 yet, so the walk falls back to the frame pointer there, as the kernel's walker
 does), and :meth:`ProcessTables.build_missing` builds or loads the missing
 tables (:class:`UnwindCache`: seconds cold, milliseconds from disk) on a
-worker thread. They share plain dicts whose single-item reads and writes
-are atomic under the GIL. A lookup may re-read the maps on its caller's
+worker thread; :meth:`ProcessTables.load` is the same per file, for a caller
+that reads the maps itself (the in-kernel walker's feed). Builds take a lock,
+so two threads sharing one ProcessTables (the feed and the early sampler's
+walk) never build the same file twice: the second finds the first's table.
+They share plain dicts whose single-item reads and writes are atomic under
+the GIL. A lookup may re-read the maps on its caller's
 thread (a few ms, rate-limited), and the first :meth:`lookup_for` of a pid
 reads them there too. Processes are keyed by pid (the tgid: threads share
 the maps): call :meth:`ProcessTables.forget` when one exits, so a recycled
@@ -25,6 +29,7 @@ pid starts afresh. Nothing here raises for a process that is gone.
 from __future__ import annotations
 
 import bisect
+import threading
 import time
 from collections.abc import Callable
 
@@ -113,6 +118,8 @@ class ProcessTables:
         self._min_reread_s = min_reread_s
         self._tables: dict[str, UnwindTable | None] = {}  # None: tried, no usable CFI
         self._procs: dict[int, _ProcessCode] = {}
+        self._build_lock = threading.Lock()
+        self.loads = 0  # files built or loaded from disk (each once)
 
     def lookup_for(self, pid: int) -> TableLookup:
         """The lookup of ``pid`` (reads its maps the first time; never builds tables)."""
@@ -131,10 +138,37 @@ class ProcessTables:
         for code in self.missing(pid):
             if stop():
                 break
-            if code.key not in self._tables:  # another mapping of the same file
-                self._tables[code.key] = self._cache.load(code.open_path)
-                tried += 1
+            tried += self._load(code)
         return tried
+
+    def load(self, code: CodeRange) -> UnwindTable | None:
+        """The table of ``code``'s file: built or loaded once, then shared (slow
+        when cold: call it off the sampler's thread)."""
+        self._load(code)
+        return self._tables.get(code.key)
+
+    def load_stored(self, code: CodeRange) -> bool:
+        """Take ``code``'s table from the disk cache if it is there (milliseconds;
+        never builds, never waits for a build). True: the file has been tried."""
+        if code.key not in self._tables:
+            table = self._cache.stored(code.open_path)
+            if table is not None:
+                self._tables.setdefault(code.key, table)
+        return code.key in self._tables
+
+    def has(self, key: str) -> bool:
+        """Was the file named ``key`` tried (built, loaded, or found without CFI)?"""
+        return key in self._tables
+
+    def _load(self, code: CodeRange) -> bool:
+        if code.key in self._tables:  # another mapping of the same file
+            return False
+        with self._build_lock:
+            if code.key in self._tables:  # another thread built it meanwhile
+                return False
+            self._tables[code.key] = self._cache.load(code.open_path)
+            self.loads += 1
+        return True
 
     def add_table(self, key: str, table: UnwindTable | None) -> None:
         """Use ``table`` for the file named ``key`` (e.g. one a feed built already)."""

@@ -43,8 +43,15 @@ def test_short_lived_children_are_named_like_their_parent(workloads: Path, tmp_p
     assert in_children >= 0.85 * total, stacks.most_common(5)
     assert unnamed <= 0.10 * total, stacks.most_common(5)
     assert {s[0] for s in stacks} == {"forker"}, "children carry their parent's name"
-    (chain,) = {s[1 : s.index("child_spin") + 1] for s in stacks if "child_spin" in s}
-    assert chain[-3:] == ("main", "children", "child_spin")
+    chains = Counter[tuple[str, ...]]()
+    for s, n in stacks.items():
+        if "child_spin" in s:
+            chains[s[1 : s.index("child_spin") + 1]] += n
+    # Walked from .eh_frame (the child has its parent's tables from the fork on):
+    # from _start; a child whose entry the kernel could not copy keeps frame pointers.
+    (chain, most), *_ = chains.most_common()
+    assert chain[-3:] == ("main", "children", "child_spin") and chain[0] == "_start", chains
+    assert most >= 0.95 * in_children, chains
 
 
 def test_children_are_collected_after_their_parent_exits(workloads: Path, tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ MAPS = (
 )
 UNWIND = UnwindState(
     mode="auto", tables_loaded=6, rows_used=241_310, rows_max=262_144, index_used=18_433,
-    index_max=65_536, tables_refused=1, mappings_dropped=0, files_without_cfi=1,
+    index_max=65_536, tables_refused=1, mappings_dropped=0, files_without_cfi=1, processes=3,
+    processes_waiting=1, fp_fallbacks=(("tables not built yet", 412),),
 )  # fmt: skip
 """The walker nearly full: libLLVM's table did not fit, one JIT-ish file has no CFI."""
 

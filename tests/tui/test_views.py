@@ -53,6 +53,8 @@ async def test_diagnostics_lists_unknown_maps_and_counters() -> None:
         verdict = " ".join(text.split("Collection")[0].split())
         assert "1 unwind table(s) did not fit" in verdict and "1 file(s) without CFI" in verdict
         assert "tables that did not fit" in text and "mappings dropped" in text
+        assert "processes with tables" in text and "processes waiting for tables" in text
+        assert "samples by frame pointers: tables not built yet" in text and "412" in text
         assert "bpftop CPU 1.8%" in text
 
 

@@ -5,7 +5,12 @@
  * frame pointers (every function keeps a frame) and with -fomit-frame-pointer
  * (no function has one), so the .eh_frame unwinder can be compared with the
  * frame-pointer walk on the same shape.
- * Usage: chain[_nofp] [SECONDS] | chain[_nofp] -n ROUNDS. */
+ * Usage: chain[_nofp] [SECONDS] | chain[_nofp] -n ROUNDS |
+ *        chain[_nofp] SECONDS FORK_AFTER: sleep FORK_AFTER s, then a forked
+ *        child runs the chain SECONDS s (the parent waits for it), for the
+ *        --children tests. */
+#include <sys/wait.h>
+#include <unistd.h>
 #include "common.h"
 
 #ifdef WITH_FP
@@ -34,6 +39,12 @@ __attribute__((noinline)) void run(struct run_limit *lim) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 3 && argv[1][0] != '-') {
+        usleep((useconds_t)(atof(argv[2]) * 1e6));
+        pid_t pid = fork();
+        if (pid < 0) return 1;
+        if (pid > 0) return waitpid(pid, NULL, 0) < 0;
+    }
     struct run_limit lim = parse_limit(argc, argv);
     run(&lim);
     return 0;

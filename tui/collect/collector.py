@@ -25,6 +25,7 @@ from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
+from bpftop.tui.collect import unwind_feed
 from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
 from bpftop.tui.collect.early import (
     FIRST_TICK_S,
@@ -167,9 +168,8 @@ class Collector:
             self._post(Phase.COMPILING)
             feed = self._start_early()
             self._loading = BackgroundLoad(self._sampler.load, self._sampler.close, self._wake.set)
-            # Unwind tables (the main target's) are built while BCC compiles.
-            if self.pid:
-                self._unwind_feed = prefetch_unwind_tables(self._sampler, self.pid)
+            # Unwind tables (every target's; -a: sampled ones') are built while BCC compiles.
+            self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
             ended = None
@@ -328,6 +328,7 @@ class Collector:
         gone, what was read at the exec, if anything, is kept)."""
         if not has_maps(tgid):
             return
+        unwind_feed.note_exec(self._unwind_feed, tgid)  # (waits for the tables of a held command)
         self._symbolizer.forget(tgid)
         self._symbolizer.prepare(tgid, preload=True)
         self._labels.forget(tgid)
@@ -343,6 +344,7 @@ class Collector:
         for tgid in tick.execs:
             self._on_exec(tgid)
         self._followed.note_forks(tick)
+        unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._threads.note(tick)
         self._stacks.python.note(tick)
         weighted = self._probes.active.weighted

@@ -66,6 +66,8 @@ def unwind_problems(unwind: UnwindState | None) -> list[str]:
         found.append(f"{unwind.mappings_dropped:,} mapping(s) past the walker's 256 per process")
     if unwind.files_without_cfi:
         found.append(f"{unwind.files_without_cfi:,} file(s) without CFI (frame pointers only)")
+    if unwind.processes_over_limit:
+        found.append(f"{unwind.processes_over_limit:,} process(es) past the feed's limit (fp)")
     return found
 
 
@@ -88,6 +90,11 @@ def unwind_table(unwind: UnwindState | None) -> Table:
     table.add_row("tables that did not fit", _bad(unwind.tables_refused))
     table.add_row("mappings dropped (past 256 per process)", _bad(unwind.mappings_dropped))
     table.add_row("files without CFI", _bad(unwind.files_without_cfi))
+    table.add_row("processes with tables", f"{unwind.processes:,}")
+    table.add_row("processes waiting for tables", f"{unwind.processes_waiting:,}")
+    table.add_row("processes past the feed's limit", _bad(unwind.processes_over_limit))
+    for reason, samples in unwind.fp_fallbacks:
+        table.add_row(f"samples by frame pointers: {reason}", f"{samples:,}")
     return table
 
 
