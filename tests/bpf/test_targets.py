@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from tests.bpf.kernel_objects import held_by
 from tests.bpf.test_record import parse_folded
+from tests.bpf.test_usdt import uprobes_with_programs
 from tests.conftest import BPFTOP
 
 
@@ -76,9 +77,13 @@ def test_all_processes(workloads: Path, tmp_path: Path) -> None:
     bpftop = subprocess.Popen([*cmd, "--probe", f"uprobe:{probed}:counted_call"])
     try:
         deadline = time.monotonic() + 60
-        while held_by(bpftop.pid).perf_events < 2 and time.monotonic() < deadline:
+        # Attached means a program on the uprobe (its breakpoint comes first, the
+        # program with a later ioctl): ask the kernel, as bpftool perf does.
+        while not any(
+            path == os.path.realpath(probed) for path, _ in uprobes_with_programs(bpftop.pid)
+        ):
+            assert bpftop.poll() is None and time.monotonic() < deadline, "never attached"
             time.sleep(0.05)
-        time.sleep(0.3)
         for n in ("300", "200"):
             subprocess.run([str(probed), "calls", n, "go"], check=True)
         assert bpftop.wait(timeout=60) == 0
