@@ -14,6 +14,7 @@ detach hold :data:`~bpftop.bpf.libbcc.LIBBCC_LOCK`.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from bpftop.bpf.libbcc import LIBBCC_LOCK, attach_uprobe
@@ -125,15 +126,24 @@ class Attachment:
         bpf, events = self._bpf, self._uprobe_events
         for site in self.plan.sites:
             path = site.path.encode()
-            if kind is ProbeKind.URETPROBE:
-                entry, ret = handler(CALL_ENTRY, self.slot), handler(CALL_RETURN, self.slot)
-                events.append(attach_uprobe(bpf, path, site.address, entry, site.pid))
-                events.append(attach_uprobe(bpf, path, site.address, ret, site.pid, retprobe=True))
-            else:
-                fn, semaphore = self._fn(kind), site.ref_ctr_offset
-                events.append(
-                    attach_uprobe(bpf, path, site.address, fn, site.pid, ref_ctr_offset=semaphore)
-                )
+            try:
+                if kind is ProbeKind.URETPROBE:
+                    entry, ret = handler(CALL_ENTRY, self.slot), handler(CALL_RETURN, self.slot)
+                    events.append(attach_uprobe(bpf, path, site.address, entry, site.pid))
+                    events.append(
+                        attach_uprobe(bpf, path, site.address, ret, site.pid, retprobe=True)
+                    )
+                else:
+                    fn, semaphore = self._fn(kind), site.ref_ctr_offset
+                    events.append(
+                        attach_uprobe(
+                            bpf, path, site.address, fn, site.pid, ref_ctr_offset=semaphore
+                        )
+                    )
+            except OSError:
+                if site.pid > 0 and _exited(site.pid):
+                    continue  # the process exited before its probe: nothing to count there
+                raise
 
     def detach(self) -> None:
         """Detach everything this attachment attached; safe to call twice."""
@@ -157,3 +167,12 @@ class Attachment:
             for detach in (bpf.detach_kprobe, bpf.detach_kretprobe):
                 with contextlib.suppress(Exception):  # not attached
                     detach(plan.kernel_function.encode())
+
+
+def _exited(pid: int) -> bool:
+    """Has process ``pid`` exited (gone, or a zombie: its image is unmapped)?"""
+    try:
+        os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return True
+    return False

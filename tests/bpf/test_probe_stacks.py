@@ -8,7 +8,6 @@ callers, so these tests fail if probe stacks stop being walked."""
 from __future__ import annotations
 
 import ctypes as ct
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,51 +21,33 @@ from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import MODES
-from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.early import BPF_NO_USER_REGS, BPF_WALKER, bpf_qualities
 from bpftop.tui.collect.unwind_feed import UnwindFeed
-from tests.bpf.test_probes import _wait_until_blocked
+from tests.bpf.test_probes import Held
 
 PROGRAM = "probed_nofp"
 N_CALLS = 1_000_000  # as tests/bpf/test_probes.py
 LATENCY = ("main", "run_latency")
 
 
-class HeldNoFp:
+class HeldNoFp(Held):
     """``probed_nofp MODE N`` waiting on stdin, its unwind tables in the walker."""
 
     def __init__(
         self, workloads: Path, sampler: CpuSampler, mode: str, n: str, tables: bool = True
     ) -> None:
-        self.path = workloads / PROGRAM
-        self.proc = subprocess.Popen([str(self.path), mode, n], stdin=subprocess.PIPE)
-        self.pid = self.proc.pid
-        _wait_until_blocked(self.pid)
+        super().__init__(workloads, mode, n, PROGRAM)
         assert sampler.unwinder is not None
         self.feed: UnwindFeed | None = None
         if tables:
             self.feed = UnwindFeed(self.pid).start()
             self.feed.attach(sampler.unwinder)
             assert self.feed.ready.wait(120), "the unwind tables were not built"
-        self.symbols = Symbolizer()
-        self.symbols.prepare(self.pid, preload=True)
-
-    def go(self, timeout_s: float = 120) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"g")
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout_s) == 0
-
-    def names(self, stack: tuple[int, ...]) -> tuple[str, ...]:
-        """Function names, outermost first."""
-        frames = self.symbols.user_frames(self.pid, stack)
-        return tuple(reversed([f.function or "?" for f in frames]))
 
     def kill(self) -> None:
         if self.feed is not None:
             self.feed.close()
-        self.proc.kill()
-        self.proc.wait()
+        super().kill()
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,9 @@ N_CALLS = 1_000_000  # a uprobe hit costs ~16-19 µs here: ~20 s
 class Held:
     """A `probed` workload waiting on stdin; `go()` lets it run to the end."""
 
-    def __init__(self, workloads: Path, mode: str, n: str) -> None:
-        self.proc = subprocess.Popen([str(workloads / "probed"), mode, n], stdin=subprocess.PIPE)
+    def __init__(self, workloads: Path, mode: str, n: str, program: str = "probed") -> None:
+        self.path = workloads / program
+        self.proc = subprocess.Popen([str(self.path), mode, n], stdin=subprocess.PIPE)
         self.pid = self.proc.pid
         _wait_until_blocked(self.pid)
         self.symbols = Symbolizer()
