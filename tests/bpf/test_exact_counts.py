@@ -48,8 +48,11 @@ def test_short_launched_commands_count_every_call_every_time(
 
 
 def test_no_call_is_lost_or_doubled_across_many_generation_flips(workloads: Path) -> None:
-    """~200,000 calls while the maps flip and drain every 5 ms (~200 flips):
-    every call lands in exactly one drained generation."""
+    """200,000 calls over 1 s while the maps flip and drain every 5 ms: every
+    call lands in exactly one drained generation. A quiet machine flips ~80
+    times during the calls; a loaded CI run managed 9 (slow drains), so the
+    test asks for 5 flips that each found calls, enough to cross generations
+    mid-run."""
     exits = workloads / "exits"
     target = subprocess.Popen(
         [str(exits), "calls", str(CALLS), str(RUN_S)], stdin=subprocess.PIPE,
@@ -66,8 +69,9 @@ def test_no_call_is_lost_or_doubled_across_many_generation_flips(workloads: Path
             target.stdin.close()
             counted, flips = 0, 0
             while target.poll() is None:
-                counted += sampler.drain().total_samples
-                flips += 1
+                drained = sampler.drain().total_samples
+                counted += drained
+                flips += drained > 0
                 time.sleep(0.005)
             counted += sampler.drain().total_samples + sampler.drain().total_samples
     finally:
@@ -75,7 +79,7 @@ def test_no_call_is_lost_or_doubled_across_many_generation_flips(workloads: Path
             target.kill()
         target.wait()
     assert target.returncode == 0, "the workload made every call"
-    assert flips >= 20, f"only {flips} flips while the calls ran"
+    assert flips >= 5, f"only {flips} flips found calls while they ran"
     assert counted == CALLS
 
 

@@ -148,6 +148,18 @@ def uprobes_with_programs(pid: int) -> set[tuple[str, int]]:
     return found
 
 
+def mapped(pid: int, name: str, timeout: float = 10.0) -> str:
+    """The path of the first file in pid's maps whose name contains ``name``,
+    once the dynamic loader has mapped it (right after the fork it has not)."""
+    end = time.monotonic() + timeout
+    while True:
+        paths = [p for p in Path(f"/proc/{pid}/maps").read_text().split() if name in p]
+        if paths:
+            return paths[0]
+        assert time.monotonic() < end, f"{name} never mapped in {pid}"
+        time.sleep(0.01)
+
+
 def file_offset(path: str, vaddr: int) -> int:
     with open(path, "rb") as f:
         loads = [s for s in ELFFile(f).iter_segments() if s["p_type"] == "PT_LOAD"]
@@ -337,15 +349,11 @@ def test_libstdcxx_throw_attached_counts_exactly(workloads: Path, tmp_path: Path
     probe is resolved and attached on the collector's: libbcc on two threads."""
     workload = Workload(str(workloads / "thrower"), str(N))
     try:
+        library = mapped(workload.pid, "libstdc++")
         out = tmp_path / "o.folded"
         no_cache = {"BPFTOP_SYMBOL_CACHE_DIR": ""}
         bpftop = start_record(out, "-p", str(workload.pid), "--probe", LIBSTDCXX, env=no_cache)
         try:
-            library = next(
-                p
-                for p in Path(f"/proc/{workload.pid}/maps").read_text().split()
-                if "libstdc++" in p
-            )
             wait_attached(workload.pid, library, "libstdcxx", "throw", bpftop)
             workload.go()
             assert counts(workload.line()) == {"thrown": N}
