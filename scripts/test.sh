@@ -13,4 +13,4 @@ fi
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/lint.sh
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+exec .venv/bin/python -m pytest -q -rs -p no:cacheprovider "$@"
