@@ -14,6 +14,7 @@ from bpftop.bpf.perf_events import PerfSample, PerfSampler, split_callchain
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.early_stacks import EARLY_WALKED, EarlyStacks
 from tests.bpf.test_early import allowed
+from tests.bpf.test_usdt import mapped
 
 
 def cpu_s(pid: int) -> float:
@@ -158,9 +159,9 @@ def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Pa
     # or two, the user-space .eh_frame walk of the copied stack reaches main.
     target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
     try:
-        exe = workloads / "chain_nofp"
-        while Path(f"/proc/{target.pid}/exe").resolve() != exe.resolve():
-            time.sleep(0.01)  # still the forked test process: its maps are not the workload's
+        # Right after the fork the maps are the test process's, and the exec
+        # switches /proc/PID/exe before it maps the binary: wait for libc.
+        mapped(target.pid, "libc.so")
         stacks = EarlyStacks([])
         stacks.tables.build_missing(target.pid)  # as the builder thread would, but now
         with PerfSampler(99, targets=[target.pid]) as perf:

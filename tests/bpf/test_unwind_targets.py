@@ -22,6 +22,7 @@ from bpftop.tui.collect.early import EarlyFeed
 from bpftop.tui.collect.unwind_feed import OVER_LIMIT, UnwindFeed, prefetch_unwind_tables
 from tests.bpf.test_record import parse_folded
 from tests.bpf.test_targets import record
+from tests.bpf.test_usdt import mapped
 
 Stacks = Counter[tuple[str, ...]]
 
@@ -152,9 +153,7 @@ def test_feed_and_early_walk_share_one_process_tables(
     target = subprocess.Popen([str(workloads / "chain_nofp"), "60"])
     early = None
     try:
-        exe = (workloads / "chain_nofp").resolve()
-        while Path(f"/proc/{target.pid}/exe").resolve() != exe:
-            time.sleep(0.01)
+        mapped(target.pid, "libc.so")  # the workload's maps, not the forked test's
         early, why = EarlyFeed.start(99, [target.pid], False)
         assert early is not None, why
         feed = prefetch_unwind_tables(CpuSampler(99, unwind="auto"), [target.pid], early)
