@@ -6,7 +6,8 @@ import json
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import jsonschema
@@ -20,6 +21,7 @@ from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree, to_profile
 from bpftop.tui.model.snapshot import Snapshot
 from tests.bpf.test_record import record
+from tests.conftest import BPFTOP
 from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema
 from tests.exports.test_consumers import expected_names, frame_box
 
@@ -115,3 +117,63 @@ def test_record_writes_pprof_with_build_ids(workloads: Path, tmp_path: Path) -> 
     assert f"Comment: pids={target.pid}" in text and "Comment: frequency_hz=199" in text
     saved = read_saved(out)
     assert saved.meta.end_ns > saved.meta.start_ns > 0
+
+
+def record_command(out: Path, probe: str, *command: str) -> SavedProfile:
+    """``record --probe PROBE -o OUT -- COMMAND``; the profile as written."""
+    result = subprocess.run(
+        [str(BPFTOP), "record", "-o", str(out), "--probe", probe, "--", *command],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return read_saved(out)
+
+
+def by_caller(stacks: Iterable[tuple[tuple[str, ...], int]], leaf: str) -> Counter[str]:
+    """Counts per caller of ``leaf`` (the frame under it), from (root-first names, count)."""
+    found = Counter[str]()
+    for names, count in stacks:
+        if leaf in names:
+            found[names[names.index(leaf) - 1]] += count
+    return found
+
+
+def test_uretprobe_pprof_holds_exact_calls_beside_wall_time(
+    workloads: Path, tmp_path: Path
+) -> None:
+    """``probed latency 50``: timed() 50 times via slow_path (3 ms) and 50 via
+    fast_path (1 ms). Go's pprof reads ``calls/count`` first (exact per stack),
+    then ``wall/nanoseconds``; bpftop reads both back."""
+    out = tmp_path / "latency.pb.gz"
+    saved = record_command(out, f"uretprobe:{workloads / 'probed'}:timed",
+                           str(workloads / "probed"), "latency", "50", "go")  # fmt: skip
+    stacks, text = go_pprof_raw(out)
+    assert text.split("Samples:\n", 1)[1].splitlines()[0].split() == [
+        "calls/count", "wall/nanoseconds"]  # fmt: skip
+    assert by_caller(stacks.items(), "timed") == {"slow_path": 50, "fast_path": 50}
+    named = [(tuple(f.name for f in s.frames), s) for s in saved.stacks]
+    calls = by_caller(((names, s.events) for names, s in named), "timed")
+    wall_ns = by_caller(((names, s.count) for names, s in named), "timed")
+    assert calls == {"slow_path": 50, "fast_path": 50} and saved.meta.samples == 100
+    assert 50 * 3_000_000 <= wall_ns["slow_path"] <= 50 * 30_000_000, wall_ns
+    assert 50 * 1_000_000 <= wall_ns["fast_path"] < wall_ns["slow_path"], wall_ns
+
+
+def test_offcpu_pprof_holds_blocks_beside_off_cpu_time(workloads: Path, tmp_path: Path) -> None:
+    """``probed sleeps 1``: long_wait blocks 7 ms, short_wait 3 ms, in turn; each
+    stack's off-CPU time over its blocks is at least its sleep, and every block
+    seen is on some stack."""
+    out = tmp_path / "sleeps.pb.gz"
+    saved = record_command(out, "offcpu", str(workloads / "probed"), "sleeps", "1", "go")
+    stacks, text = go_pprof_raw(out)
+    assert text.split("Samples:\n", 1)[1].splitlines()[0].split() == [
+        "blocks/count", "off-cpu/nanoseconds"]  # fmt: skip
+    assert sum(s.events for s in saved.stacks) == sum(stacks.values()) == saved.meta.samples
+    blocks, off_ns = Counter[str](), Counter[str]()
+    for stack in saved.stacks:
+        waiter = next((f.name for f in stack.frames if f.name.endswith("_wait")), "other")
+        blocks[waiter] += stack.events
+        off_ns[waiter] += stack.count
+    assert blocks["long_wait"] >= 50 and blocks["short_wait"] >= 50, blocks
+    assert 7e6 <= off_ns["long_wait"] / blocks["long_wait"] <= 30e6, (off_ns, blocks)
+    assert 3e6 <= off_ns["short_wait"] / blocks["short_wait"] < 7e6, (off_ns, blocks)

@@ -14,7 +14,8 @@ import jsonschema
 import pytest
 
 from bpftop.tui.formats.profile_io import read_saved, write_saved
-from bpftop.tui.formats.saved import NANOSECONDS, ProfileMeta, from_tree, snapshot_meta
+from bpftop.tui.formats.saved import NANOSECONDS, ProfileMeta, from_tree, snapshot_meta, to_frame
+from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema
 from tests.formats.test_saved import sample_profile
@@ -37,11 +38,21 @@ CASES = {
     "kprobe:do_sys_openat2": (["calls/count"], "calls count", 1, [1], "9 calls"),
     "kretprobe:do_sys_openat2": (["returns/count"], "returns count", 1, [1], "9 returns"),
     "usdt:python3:python:function__entry": (["hits/count"], "hits count", 1, [1], "9 hits"),
-    "uretprobe:c:malloc": (["wall/nanoseconds"], "wall nanoseconds", 1, [1],
+    "uretprobe:c:malloc": (["calls/count", "wall/nanoseconds"], "wall nanoseconds", 1, [0, 1],
                            "9 ns of wall time"),
-    "offcpu": (["off-cpu/nanoseconds"], "off-cpu nanoseconds", 1, [1], "9 ns of off-cpu time"),
+    "offcpu": (["blocks/count", "off-cpu/nanoseconds"], "off-cpu nanoseconds", 1, [0, 1],
+               "9 ns of off-cpu time"),
 }  # fmt: skip
 TIMED = {"uretprobe:c:malloc", "offcpu"}
+EVENTS = 9  # the time probes' calls or blocks behind the sample profile's 12 ns (hits())
+
+
+def hits() -> Profile:
+    """The sample profile's stacks with the events a time probe saw on each."""
+    events = Profile()
+    for stack in from_tree(sample_profile().tree(), ProfileMeta()).stacks:
+        events.add(stack.thread, [to_frame(f) for f in stack.frames], stack.count // 2 + 1)
+    return events
 
 
 def recorded_meta(probe: str) -> ProfileMeta:
@@ -49,7 +60,7 @@ def recorded_meta(probe: str) -> ProfileMeta:
     tree = sample_profile().tree()
     snap = Snapshot(
         seq=1, phase=Phase.SAMPLING, stats=CollectionStats(probe=probe), tree=tree,
-        weight_unit="ns" if probe in TIMED else "", probe_events=4 if probe in TIMED else 0,
+        weight_unit="ns" if probe in TIMED else "", probe_events=EVENTS if probe in TIMED else 0,
     )  # fmt: skip
     return snapshot_meta(snap, frequency_hz=99, start_ns=1_700_000_000_000_000_000,
                          end_ns=1_700_000_002_000_000_000, version="0.1.0")  # fmt: skip
@@ -57,14 +68,15 @@ def recorded_meta(probe: str) -> ProfileMeta:
 
 def written(tmp_path: Path, probe: str, fmt: str, suffix: str) -> Path:
     path = tmp_path / f"p{suffix}"
-    write_saved(from_tree(sample_profile().tree(), recorded_meta(probe)), path, fmt)
+    events = hits().tree() if probe in TIMED else None
+    write_saved(from_tree(sample_profile().tree(), recorded_meta(probe), events), path, fmt)
     return path
 
 
 def test_record_metadata_follows_the_probe() -> None:
     assert recorded_meta("profile:hz:999").frequency_hz == 999  # not -F 99
     off = recorded_meta("offcpu")
-    assert off.unit == NANOSECONDS and off.samples == 4 and off.timed
+    assert off.unit == NANOSECONDS and off.samples == EVENTS and off.timed
     assert recorded_meta("uprobe:c:malloc").unit == ""
 
 
@@ -79,10 +91,23 @@ def test_pprof_sample_types_per_probe(probe: str, tmp_path: Path) -> None:
     samples = text.split("Samples:\n", 1)[1].split("\nLocations\n", 1)[0]
     values = [list(map(int, m.group(1).split())) for m in
               re.finditer(r"^\s*(\d+(?:\s+\d+)*):", samples, re.MULTILINE)]  # fmt: skip
-    assert values and all(v == [v[0] * f for f in factors] for v in values), values
-    assert sum(stacks.values()) == 12  # the first value: the counts as recorded
+    if probe in TIMED:  # events, then nanoseconds: each stack's own
+        assert sorted(values) == [[1, 1], [1, 1], [2, 2], [2, 3], [3, 5]], values
+        assert sum(stacks.values()) == EVENTS  # the first value
+    else:
+        assert values and all(v == [v[0] * f for f in factors] for v in values), values
+        assert sum(stacks.values()) == 12  # the first value: the counts as recorded
     back = read_saved(path)
     assert back.total == 12 and back.meta.timed == (probe in TIMED)
+    assert sum(s.events for s in back.stacks) == (EVENTS if probe in TIMED else 0)
+
+
+def test_a_time_profile_without_events_per_stack_writes_its_time_alone(tmp_path: Path) -> None:
+    path = tmp_path / "p.pb.gz"
+    write_saved(from_tree(sample_profile().tree(), recorded_meta("offcpu")), path, "pprof")
+    stacks, text = go_pprof_raw(path)
+    assert text.split("Samples:\n", 1)[1].splitlines()[0].split() == ["off-cpu/nanoseconds"]
+    assert sum(stacks.values()) == 12 and read_saved(path).total == 12
 
 
 @pytest.mark.parametrize("probe", sorted(CASES))

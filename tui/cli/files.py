@@ -67,7 +67,7 @@ RESCUE_DIR = Path("/tmp")
 def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | None) -> None:
     """Write the recording; if ``path`` cannot be written, save under /tmp and say both."""
     chosen = format_for(path, fmt)
-    saved = from_tree(snap.tree, meta)
+    saved = from_tree(snap.tree, meta, snap.events_tree)
     ids = build_ids(f.module for s in saved.stacks for f in s.frames) if chosen == "pprof" else {}
     try:
         write_saved(saved, path, chosen, ids)

@@ -347,11 +347,9 @@ class Collector:
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._threads.note(tick)
         self._stacks.python.note(tick)
-        weighted = self._probes.active.weighted
+        active = self._probes.active
         for sample in tick.samples:
-            stack = self._stacks.lookup(sample)
-            count, label = sample.weight_ns if weighted else sample.count, self._label(sample.tgid)
-            self._profile.add(label, stack.frames, count, sample.tid, stack.unknown)
+            active.add(self._label(sample.tgid), self._stacks.lookup(sample), sample, self.headless)
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
         self._probes.active.events += tick.total_samples
@@ -382,6 +380,7 @@ class Collector:
             probes=self._probes.specs,
             weight_unit=self._probes.unit,
             probe_events=self._probes.active.events,
+            events_tree=self._probes.events_tree() if final else None,
             probe_message=self._probe_message,
             unwind=self._sampler.unwind_state() if live else None,
         )

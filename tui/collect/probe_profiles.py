@@ -4,15 +4,22 @@ The collector aggregates into the active probe's :class:`TimedProfile` and
 counters; a switch files them under their spec and makes (or takes back) the
 new probe's. ``ProbeRequest`` hands a spec typed in the app to the collector
 thread. Weighted probes (uretprobe latency, offcpu) add nanoseconds, not
-samples, to their profile; ``unit`` says which. No Textual here.
+samples, to their profile; ``unit`` says which. For ``record`` they also
+count their hits per stack (``stack_events``: pprof writes calls or blocks
+beside the time); the live view, which writes folded time only, does not
+pay for that second profile. No Textual here.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bpftop.bpf.raw import RawSample
 from bpftop.tui.collect.counters import CollectionCounters
+from bpftop.tui.collect.stacks import Stack
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.timemode import TimedProfile
 
 WEIGHT_UNIT = "ns"  # what a weighted probe's counts are
@@ -26,6 +33,17 @@ class ProbeState:
     counters: CollectionCounters
     weighted: bool
     events: int = 0  # probe hits (weighted probes: calls / blocks, beside the time)
+    stack_events: Profile = field(default_factory=Profile)  # hits per stack (record only)
+
+    def add(self, label: str, stack: Stack, sample: RawSample, count_hits: bool) -> None:
+        """One sample record of ``stack``: its count into the profile, or a weighted
+        probe's nanoseconds (and, with ``count_hits``, its count into ``stack_events``)."""
+        if not self.weighted:
+            self.profile.add(label, stack.frames, sample.count, sample.tid, stack.unknown)
+            return
+        self.profile.add(label, stack.frames, sample.weight_ns, sample.tid, stack.unknown)
+        if count_hits:
+            self.stack_events.add(label, stack.frames, sample.count)
 
 
 class ProbeProfiles:
@@ -65,9 +83,15 @@ class ProbeProfiles:
     def unit(self) -> str:
         return WEIGHT_UNIT if self.active.weighted else ""
 
+    def events_tree(self) -> CallNode | None:
+        """The active weighted probe's hits per stack, if it counted them."""
+        counted = self.active.stack_events
+        return counted.tree() if self.active.weighted and counted.total_samples else None
+
     def reset_counters(self) -> None:
         self.active.counters = CollectionCounters(self.active_spec)
         self.active.events = 0
+        self.active.stack_events = Profile()
 
 
 class ProbeRequest:

@@ -53,11 +53,14 @@ class SavedFrame:
 
 @dataclass(frozen=True, slots=True)
 class SavedStack:
-    """``count`` samples of one stack of the group ``thread`` (root-first frames)."""
+    """``count`` samples of one stack of the group ``thread`` (root-first frames);
+    for a time probe, whose ``count`` is nanoseconds, ``events`` are the calls or
+    blocks behind them (0: not known)."""
 
     thread: str
     frames: tuple[SavedFrame, ...]
     count: int
+    events: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +164,7 @@ def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile
     for stack in saved.stacks:
         if len(stack.frames) > max_frames:
             frames = (*stack.frames[: max_frames - 1], cut_frame)
-            stack, cut = SavedStack(stack.thread, frames, stack.count), cut + 1
+            stack, cut = replace(stack, frames=frames), cut + 1
         stacks.append(stack)
     return replace(saved, stacks=tuple(stacks), truncated=saved.truncated + cut)
 
@@ -175,8 +178,18 @@ def saved_frame(node: CallNode) -> SavedFrame:
     )
 
 
-def from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
-    """Every node with self samples becomes a stack; the tree's first level are the groups."""
+def from_tree(tree: CallNode, meta: ProfileMeta, events: CallNode | None = None) -> SavedProfile:
+    """Every node with self samples becomes a stack; the tree's first level are the groups.
+    ``events``: a time probe's hits per stack as a tree of the same stacks (``events``)."""
+    saved = _from_tree(tree, meta)
+    if events is None:
+        return saved
+    hits = {(stack.thread, stack.frames): stack.count for stack in _from_tree(events, meta).stacks}
+    stacks = (replace(s, events=hits.get((s.thread, s.frames), 0)) for s in saved.stacks)
+    return replace(saved, stacks=tuple(stacks))
+
+
+def _from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
     stacks: list[SavedStack] = []
     frames: dict[tuple[str, str, bool, str, bool, bool], SavedFrame] = {}
     for group in tree.children:

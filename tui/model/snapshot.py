@@ -262,5 +262,7 @@ class Snapshot:
     probes: tuple[str, ...] = ()  # every probe used this session (one profile each)
     weight_unit: str = ""  # "": counts are samples/hits; "ns": time (uretprobe, offcpu)
     probe_events: int = 0  # hits of a weighted probe (calls, blocks), beside its time
+    # A weighted probe's hits per stack (record's last snapshot only; cumulative):
+    events_tree: CallNode | None = None
     probe_message: str = ""  # the last probe switch: done, or why it was rejected
     unwind: UnwindState | None = None  # the .eh_frame walker's tables (None: no walker)

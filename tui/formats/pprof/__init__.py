@@ -8,9 +8,11 @@ What goes where: the sample types of the probe (``measures``): CPU
 sampling ``samples/count`` + ``cpu/nanoseconds`` (period: the probe's own
 1e9/Hz); event probes their event (``calls/count``, ``hits/count``, a
 software event's name; with ``samples/count`` first when a sample stands for
-a period of events); time probes ``wall/nanoseconds`` (uretprobe) or
-``off-cpu/nanoseconds`` (offcpu), the events they saw in ``samples=``; one mapping per module with
-its build-id when the caller knows it; one function per named frame
+a period of events); time probes their events and their time,
+``calls/count`` + ``wall/nanoseconds`` (uretprobe) or ``blocks/count`` +
+``off-cpu/nanoseconds`` (offcpu; the time alone when the events per stack
+are not known), all events in ``samples=``; one mapping per module with its
+build-id when the caller knows it; one function per named frame
 (``system_name`` empty for a frame that could not be named); one location
 per physical frame, whose lines hold the frames DWARF inlined into it
 (caller last). Per sample, a ``thread`` label names the stack's group and a
@@ -107,13 +109,15 @@ class _Writer:
         return found
 
 
-def _sample_types(out: pb.Profile, strings: _Strings, measure: Measure) -> list[int]:
-    """Declare the sample types and period of ``measure``; each value's factor per count."""
+def _sample_types(out: pb.Profile, strings: _Strings, measure: Measure, events: bool) -> list[int]:
+    """Declare the sample types and period of ``measure``; each value's factor per count
+    (``events``: a time probe's first value is its stack's events, not a count)."""
     types: list[tuple[str, str, int]] = []
     if measure.cpu_ns:
         types = [("samples", "count", 1), (measure.time, NANOSECONDS, measure.cpu_ns)]
     elif measure.timed:
-        types = [(measure.time, NANOSECONDS, 1)]
+        types = [(measure.event, "count", 0)] if events else []
+        types.append((measure.time, NANOSECONDS, 1))
     elif measure.period > 1:
         types = [("samples", "count", 1), (measure.event, "count", measure.period)]
     else:
@@ -130,13 +134,15 @@ def to_pprof(saved: SavedProfile, build_ids: Mapping[str, str] | None = None) ->
     """The gzip-compressed profile (``.pb.gz``)."""
     writer = _Writer(build_ids or {})
     out, strings, meta = writer.out, writer.strings, saved.meta
-    factors = _sample_types(out, strings, measure_of(meta))
+    measure = measure_of(meta)
+    events = measure.timed and any(stack.events for stack in saved.stacks)
+    factors = _sample_types(out, strings, measure, events)
     out.time_nanos, out.duration_nanos = meta.start_ns, meta.duration_ns
     thread_key, kernel_key = strings.of(THREAD_LABEL), strings.of(KERNEL_LABEL)
     for stack in saved.stacks:
         runs = _runs(stack.frames)
         sample = out.sample.add(location_id=[writer.location(run) for run in reversed(runs)])
-        sample.value.extend(stack.count * factor for factor in factors)
+        sample.value.extend(stack.count * factor if factor else stack.events for factor in factors)
         sample.label.add(key=thread_key, str=strings.of(stack.thread))
         kernel = sum(1 for run in runs if run[0].kernel)
         if kernel:

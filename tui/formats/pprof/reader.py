@@ -2,8 +2,9 @@
 
 Samples whose ids dangle (a location, function, mapping or string that does
 not exist) are skipped and counted, never raised. The count per sample is
-the first ``nanoseconds`` value of a profile bpftop wrote for a time probe,
-else the ``samples`` value when there is one, else the first value. A file
+the first ``nanoseconds`` value of a profile bpftop wrote for a time probe
+(its events per stack, the ``count`` value beside it), else the ``samples``
+value when there is one, else the first value. A file
 another tool wrote (no ``version=`` comment) says what it is through its
 sample types, period, time and duration, which go into ``ProfileMeta``;
 stacks without a ``thread`` label are grouped under the main mapping's file
@@ -73,7 +74,7 @@ class _Reader:
         found = self.cache[key] = tuple(frames)
         return found
 
-    def stack(self, sample: pb.Sample, value_index: int, group: str) -> SavedStack:
+    def stack(self, sample: pb.Sample, indexes: tuple[int, int | None], group: str) -> SavedStack:
         thread, kernel = "", 0
         for label in sample.label:
             key = self.text(label.key)
@@ -81,13 +82,15 @@ class _Reader:
                 thread = self.text(label.str)
             elif key == KERNEL_LABEL:
                 kernel = label.num
-        if value_index >= len(sample.value):
+        value_index, events_index = indexes
+        if value_index >= len(sample.value) or (events_index or 0) >= len(sample.value):
             raise _Dangling
         frames: list[SavedFrame] = []
         ids = list(sample.location_id)
         for position, location_id in enumerate(reversed(ids)):
             frames.extend(self.location(location_id, position >= len(ids) - kernel))
-        return SavedStack(thread or group, tuple(frames), sample.value[value_index])
+        events = sample.value[events_index] if events_index is not None else 0
+        return SavedStack(thread or group, tuple(frames), sample.value[value_index], events)
 
 
 def _own_meta(profile: pb.Profile, reader: _Reader, types: list[str]) -> ProfileMeta:
@@ -116,6 +119,13 @@ def _value_index(types: list[str], timed: bool) -> int:
     return names.index("samples") if "samples" in names else 0
 
 
+def _events_index(types: list[str], value_index: int) -> int | None:
+    """Where a time profile keeps its events per stack (``calls/count`` beside
+    ``wall/nanoseconds``): the first count that is not the value read."""
+    counts = (i for i, t in enumerate(types) if t.endswith("/count") and i != value_index)
+    return next(counts, None)
+
+
 def from_pprof(profile: pb.Profile) -> SavedProfile:
     """Every readable sample with a positive count; dangling ones counted in ``skipped``."""
     reader = _Reader(profile)
@@ -131,11 +141,12 @@ def from_pprof(profile: pb.Profile) -> SavedProfile:
     value_index = _value_index(types, meta.timed)
     if not meta.version and value_index < len(types) and types[value_index].endswith(_NS):
         meta = replace(meta, unit=NANOSECONDS)
+    indexes = (value_index, _events_index(types, value_index) if meta.timed else None)
     group = os.path.basename(meta.command) if not meta.version and meta.command else "[unknown]"
     stacks, skipped = [], 0
     for sample in profile.sample:
         try:
-            stack = reader.stack(sample, value_index, group)
+            stack = reader.stack(sample, indexes, group)
         except _Dangling:
             skipped += 1
             continue
