@@ -24,6 +24,12 @@ MAX_STRING, MAX_LINETABLE = 4096, 1 << 20
 UNNAMED_MODULE = "[python]"
 
 
+def is_python_frame(label: str, module: str) -> bool:
+    """Whether a frame's label and module are those of a frame ``CodeNames`` made:
+    ``QUALNAME (FILE:LINE)`` of code from FILE, or a code object it could not read."""
+    return module == UNNAMED_MODULE or (label.endswith(")") and f" ({module}:" in label)
+
+
 @dataclass(frozen=True, slots=True)
 class _Code:
     qualname: str

@@ -9,8 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
+from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import Snapshot
+from bpftop.tui.model.viewstate import ViewState
 from tests.bpf.test_collector import Watched
 from tests.bpf.test_python_record import PY_FRAME, PYTHON, WORKLOAD, _python_frames, _record
 from tests.bpf.test_record import parse_folded
@@ -108,6 +110,13 @@ def test_live_collector_shows_each_threads_python_function(tmp_path: Path) -> No
         target.wait()
     names = _hot_names(one)
     assert "spin_left" in names and "spin_right" not in names, names
+    state = ViewState()  # P: the Python frames alone, py-spy's view
+    state.toggle_frames("python")
+    python_only = state.derive(both.tree, both.hot).hot
+    assert {"spin_left", "spin_right"} <= {m["name"] for h in python_only
+                                            if (m := PY_FRAME.match(h.label))}  # fmt: skip
+    assert all(is_python_frame(h.label, h.module) for h in python_only), python_only[:5]
+    assert any(not is_python_frame(h.label, h.module) for h in both.hot)  # native ones went
 
 
 def _hot_names(snap: Snapshot) -> set[str]:

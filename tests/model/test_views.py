@@ -217,11 +217,11 @@ def test_viewstate_frame_toggles() -> None:
     p = Profile()
     p.add("app", [u("main"), k], 4)
     state = ViewState()
-    assert state.toggle_frames("kernel") == "user"
+    assert state.toggle_frames("user") == "user"
     derived = state.derive(p.tree(), p.hot_functions())
     assert [f.label for f in derived.hot] == ["main"]
-    assert state.toggle_frames("user") == "kernel"
-    assert state.toggle_frames("user") == "all"
+    assert state.toggle_frames("kernel") == "kernel"
+    assert state.toggle_frames("kernel") == "all"
     assert state.derive(p.tree(), p.hot_functions()).hot == p.hot_functions()
 
 
@@ -332,3 +332,28 @@ def test_live_snapshot_views_equal_node_walks(
     for process, names, count in stacks[::2]:  # a window's tail: nodes may fall to zero
         p.remove(process, [SPECIAL.get(n) or u(n) for n in names], count)
     assert_has_children_without_making_them(p.tree())
+
+
+def test_python_only_keeps_the_python_chain_of_a_merged_stack() -> None:
+    """A merged stack (native start-up, Python frames where the eval loop ran, a
+    C call, the kernel) with ``P``: only the Python frames, their counts whole."""
+
+    def py(name: str, line: int) -> Frame:
+        return Frame(f"{name} (/w/app.py:{line})", "/w/app.py", 0, file="/w/app.py", line=line)
+
+    unread = Frame(None, "[python]", 0x7F00)  # a code object that could not be read
+    k = Frame("sys_x", "[kernel]", 0, kernel=True)
+    p = Profile()
+    p.add("python3", [u("_start"), py("<module>", 9), py("run", 3), u("time_sleep"), k], 6)
+    p.add("python3", [u("_start"), py("<module>", 9), unread], 2)
+    p.add("python3", [u("_start"), u("Py_RunMain")], 1)  # no Python frame at all
+    state = ViewState()
+    assert state.toggle_frames("python") == "python"
+    tree = state.derive(p.tree(), p.hot_functions()).tree
+    app = tree.children[0]
+    assert (app.label, app.total_count, app.self_count) == ("python3", 9, 1)
+    module = app.children[0]
+    assert (module.label, module.total_count) == ("<module> (/w/app.py:9)", 8)
+    assert [(c.label, c.self_count) for c in module.children] == [
+        ("run (/w/app.py:3)", 6), (unread.label, 2)]  # fmt: skip
+    assert state.toggle_frames("python") == "all"

@@ -284,8 +284,8 @@ class BpftopApp(SourceApp):
         if self.shown is not None:
             self.show(self.shown)
 
-    def action_hide_frames(self, hide: str) -> None:
-        shown = self.state.toggle_frames(hide)
+    def action_only_frames(self, only: str) -> None:
+        shown = self.state.toggle_frames(only)
         self.notify(f"showing {shown} frames", title="frames")
         if self.shown is not None:
             self.show(self.shown)

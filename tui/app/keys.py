@@ -42,8 +42,9 @@ APP_BINDINGS: list[BindingType] = [
     Binding("L", "toggle_lines", "Lines", show=False),
     Binding("i", "toggle_inline", "Inline rows", show=False),
     Binding("b", "toggle_baseline", "Baseline"),
-    Binding("K", "hide_frames('kernel')", "User only", show=False),
-    Binding("U", "hide_frames('user')", "Kernel only", show=False),
+    Binding("K", "only_frames('user')", "User only", show=False),
+    Binding("U", "only_frames('kernel')", "Kernel only", show=False),
+    Binding("P", "only_frames('python')", "Python only", show=False),
     Binding("r", "reset", "Reset"),
     Binding("m", "cycle_time_mode", "Time mode"),
     Binding("a", "all_threads", "All threads", show=False),
@@ -120,7 +121,10 @@ KEY_HELP: tuple[KeyHelp, ...] = (
         "top functions: inline frames as their own rows (again: their time counts for "
         "the function they were inlined into, as in `perf top`)",
     ),
-    KeyHelp("hide_frames", "user frames only, kernel frames only (again: all frames)"),
+    KeyHelp(
+        "only_frames",
+        "user frames only, kernel frames only, Python frames only (again: all frames)",
+    ),
     KeyHelp("all_threads", "all threads again"),
     KeyHelp(
         "toggle_baseline",

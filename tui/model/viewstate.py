@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, HotFunction
@@ -33,8 +34,10 @@ FRAME_FILTERS: dict[str, Match | None] = {
     "all": None,
     "user": lambda node: not node.kernel,
     "kernel": lambda node: node.kernel,
+    "python": lambda node: is_python_frame(node.label, node.module),
 }
-"""Which frames the views show: ``K`` hides kernel frames (user only), ``U`` user ones."""
+"""Which frames the views show: all, user frames only (``K``), kernel frames only
+(``U``), Python frames only (``P``: py-spy's view of a Python process)."""
 SYNC_GROUPING_NODES = 50_000
 """Up to this many nodes the function table is grouped by symbol on the app thread
 (``hot_by_symbol``, ~60 ns a node: a few ms); a bigger tree with inline frames is
@@ -136,10 +139,9 @@ class ViewState:
         return self.filtering
 
     # -- deriving -------------------------------------------------------------
-    def toggle_frames(self, hide: str) -> str:
-        """``hide`` "kernel" shows user frames only, "user" kernel only; again: all."""
-        wanted = "user" if hide == "kernel" else "kernel"
-        self.frames = "all" if self.frames == wanted else wanted
+    def toggle_frames(self, only: str) -> str:
+        """Show ``only`` those frames (a ``FRAME_FILTERS`` name); asked again: all."""
+        self.frames = "all" if self.frames == only else only
         return self.frames
 
     def toggle_inline_rows(self) -> bool:
