@@ -26,8 +26,18 @@ UNNAMED_MODULE = "[python]"
 
 def is_python_frame(label: str, module: str) -> bool:
     """Whether a frame's label and module are those of a frame ``CodeNames`` made:
-    ``QUALNAME (FILE:LINE)`` of code from FILE, or a code object it could not read."""
-    return module == UNNAMED_MODULE or (label.endswith(")") and f" ({module}:" in label)
+    ``QUALNAME (FILE:LINE)`` of code from FILE (or ``function_label``'s
+    ``QUALNAME (FILE)``), or a code object it could not read."""
+    if module == UNNAMED_MODULE:
+        return True
+    return label.endswith(")") and (f" ({module}:" in label or label.endswith(f" ({module})"))
+
+
+def function_label(label: str, module: str) -> str:
+    """A Python frame's label without its line, ``QUALNAME (FILE)`` (py-spy top's
+    grouping by function); any other label as it is."""
+    cut = label.rfind(f" ({module}:")
+    return f"{label[:cut]} ({module})" if cut > 0 and label.endswith(")") else label
 
 
 @dataclass(frozen=True, slots=True)

@@ -357,3 +357,28 @@ def test_python_only_keeps_the_python_chain_of_a_merged_stack() -> None:
     assert [(c.label, c.self_count) for c in module.children] == [
         ("run (/w/app.py:3)", 6), (unread.label, 2)]  # fmt: skip
     assert state.toggle_frames("python") == "all"
+
+
+def test_python_frames_by_function_merge_their_lines() -> None:
+    """``G``: ``run (app.py:3)`` and ``run (app.py:4)`` become one ``run (app.py)``
+    row; a recursion through two lines of one function counts once in its total."""
+
+    def py(name: str, line: int) -> Frame:
+        return Frame(f"{name} (/w/app.py:{line})", "/w/app.py", 0, file="/w/app.py", line=line)
+
+    p = Profile()
+    p.add("python3", [u("_start"), py("run", 3), py("leaf", 8)], 5)
+    p.add("python3", [u("_start"), py("run", 4), py("leaf", 9)], 3)
+    p.add("python3", [u("_start"), py("run", 4), py("run", 3)], 2)  # run calls itself
+    state = ViewState()
+    assert state.toggle_python_functions()
+    derived = state.derive(p.tree(), p.hot_functions())
+    start = derived.tree.children[0].children[0]
+    assert [(c.label, c.total_count) for c in start.children] == [("run (/w/app.py)", 10)]
+    run = start.children[0]
+    assert [(c.label, c.total_count, c.self_count) for c in run.children] == [
+        ("leaf (/w/app.py)", 8, 8), ("run (/w/app.py)", 2, 2)]  # fmt: skip
+    rows = {h.label: (h.self_count, h.total_count) for h in derived.hot}
+    assert rows["run (/w/app.py)"] == (2, 10) and rows["leaf (/w/app.py)"] == (8, 8)
+    assert not state.toggle_python_functions()
+    assert state.derive(p.tree(), p.hot_functions()).tree is p.tree()

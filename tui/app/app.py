@@ -290,6 +290,12 @@ class BpftopApp(SourceApp):
         if self.shown is not None:
             self.show(self.shown)
 
+    def action_toggle_python_functions(self) -> None:
+        by_function = self.state.toggle_python_functions()
+        self.notify(f"Python frames by {'function' if by_function else 'line'}", title="frames")
+        if self.shown is not None:
+            self.show(self.shown)
+
     def action_toggle_inline(self) -> None:
         """The Top table: inline frames as rows of their own, or in their function."""
         rows = self.state.toggle_inline_rows()

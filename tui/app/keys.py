@@ -45,6 +45,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("K", "only_frames('user')", "User only", show=False),
     Binding("U", "only_frames('kernel')", "Kernel only", show=False),
     Binding("P", "only_frames('python')", "Python only", show=False),
+    Binding("G", "toggle_python_functions", "Python by function", show=False),
     Binding("r", "reset", "Reset"),
     Binding("m", "cycle_time_mode", "Time mode"),
     Binding("a", "all_threads", "All threads", show=False),
@@ -120,6 +121,10 @@ KEY_HELP: tuple[KeyHelp, ...] = (
         "toggle_inline",
         "top functions: inline frames as their own rows (again: their time counts for "
         "the function they were inlined into, as in `perf top`)",
+    ),
+    KeyHelp(
+        "toggle_python_functions",
+        "Python frames by function, `QUALNAME (FILE)` (again: by line, `QUALNAME (FILE:LINE)`)",
     ),
     KeyHelp(
         "only_frames",

@@ -2,7 +2,8 @@
 
 One implementation of each, on the tree's arrays (a ``LiveTree``):
 ``filter_tree`` keeps the stacks with a matching frame, ``keep_frames``
-drops the user or the kernel frames, ``hot_from_tree`` is the function
+drops frames (keeps user, kernel or Python frames only), ``rename_frames``
+regroups them (Python frames by function), ``hot_from_tree`` is the function
 table of a derived tree (inline frames as rows; ``hot_by_symbol`` groups
 them into the function they were inlined into, as perf top does),
 ``hottest_path_of`` finds where a function is hottest, and
@@ -28,7 +29,13 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.tui.model.path_tree import array_tree, merge_paths, merged_root, sources_from
+from bpftop.tui.model.path_tree import (
+    array_tree,
+    first_of_function,
+    merge_paths,
+    merged_root,
+    sources_from,
+)
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
@@ -111,6 +118,26 @@ def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
     origin = cells[merged.row, merged.column]
     sources = sources_from(live, origin, 0)
     return merged_root(merged, live.flags[origin], live.keys, live.key_ids, sources)
+
+
+def rename_frames(tree: CallNode, rename: Callable[[NodeKey], NodeKey]) -> LiveNode:
+    """Every frame's key replaced by ``rename(key)`` (Python frames by function
+    instead of by line), paths that became equal merged. Totals stay; a
+    function that is now twice on a path is counted once in totals."""
+    live = array_tree(tree)
+    renamed: dict[NodeKey, int] = {}
+    new_ids = np.fromiter(
+        (renamed.setdefault(rename(key), len(renamed)) for key in live.keys),
+        np.int32,
+        len(live.keys),
+    )
+    stacks = np.flatnonzero(live.self_count > 0)
+    cells = _paths(live, stacks)
+    paths = np.where(cells >= 0, new_ids[live.key_id[np.maximum(cells, 0)]], -1).astype(np.int32)
+    merged = merge_paths(paths, live.self_count[stacks])
+    origin = cells[merged.row, merged.column]
+    flags = live.flags[origin] & ~np.uint8(FIRST_OF_FUNCTION) | first_of_function(paths, merged, 2)
+    return merged_root(merged, flags, list(renamed), renamed, sources_from(live, origin, 0))
 
 
 def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bpftop.symbols.python_code import is_python_frame
+from bpftop.symbols.python_code import function_label, is_python_frame
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, HotFunction
@@ -28,6 +28,7 @@ from bpftop.tui.model.views import (
     hot_by_symbol,
     hot_from_tree,
     keep_frames,
+    rename_frames,
 )
 
 FRAME_FILTERS: dict[str, Match | None] = {
@@ -42,7 +43,7 @@ SYNC_GROUPING_NODES = 50_000
 """Up to this many nodes the function table is grouped by symbol on the app thread
 (``hot_by_symbol``, ~60 ns a node: a few ms); a bigger tree with inline frames is
 grouped on the derive worker (423k nodes: ~25-80 ms)."""
-Wanted = tuple[bool, str, str, bool]
+Wanted = tuple[bool, str, str, bool, bool]
 """What a derived view depends on besides the snapshot (``ViewState.wanted``)."""
 
 
@@ -60,19 +61,27 @@ def derive_view(
     frames: str,
     match: Match | None,
     inline_rows: bool = False,
+    python_functions: bool = False,
 ) -> Derived:
-    """What the views show: ``frames`` kept (see FRAME_FILTERS), then only the
+    """What the views show: Python frames by function if ``python_functions``
+    (else by line), ``frames`` kept (see FRAME_FILTERS), then only the
     stacks ``match`` finds. ``hot`` is the snapshot's table (inline frames as
     rows); unless ``inline_rows``, the table groups inline frames into the
     function they were inlined into (``hot_by_symbol``). Pure, so it may run
     on a worker thread."""
+    shown = rename_frames(tree, _by_function) if python_functions else tree
     keep = FRAME_FILTERS[frames]
-    shown = keep_frames(tree, keep) if keep is not None else tree
+    shown = keep_frames(shown, keep) if keep is not None else shown
     if match is not None:
         shown = filter_tree(shown, match) or CallNode(tree.label)
     if not inline_rows and has_inlined(shown):
         return Derived(shown, hot_by_symbol(shown, 500))
     return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
+
+
+def _by_function(key: NodeKey) -> NodeKey:
+    label, module, kernel = key
+    return (function_label(label, module), module, kernel)
 
 
 class ViewState:
@@ -88,6 +97,7 @@ class ViewState:
         self.baseline: Baseline | None = None
         self.frames = "all"
         self.inline_rows = False  # the function table: inline frames as rows of their own
+        self.python_functions = False  # Python frames by function, not by line
         self._cache: tuple[CallNode, Wanted, Derived] | None = None
 
     # -- zoom -----------------------------------------------------------------
@@ -149,15 +159,21 @@ class ViewState:
         self.inline_rows = not self.inline_rows
         return self.inline_rows
 
+    def toggle_python_functions(self) -> bool:
+        """Python frames by function (py-spy top's default), or by line; the new state."""
+        self.python_functions = not self.python_functions
+        return self.python_functions
+
     @property
     def wanted(self) -> Wanted:
         """What a derived view depends on besides the snapshot."""
-        return (self.filtering, self.pattern, self.frames, self.inline_rows)
+        return (self.filtering, self.pattern, self.frames, self.inline_rows, self.python_functions)
 
     @property
     def plain(self) -> bool:
         """True when the views show the snapshot as it is (deriving costs nothing)."""
-        return self.frames == "all" and not (self.filtering and self.match is not None)
+        searched = self.filtering and self.match is not None
+        return self.frames == "all" and not searched and not self.python_functions
 
     def cheap(self, tree: CallNode) -> bool:
         """True when deriving ``tree`` for the current choices costs next to nothing,
@@ -177,9 +193,10 @@ class ViewState:
     def remember(self, tree: CallNode, wanted: Wanted, derived: Derived) -> None:
         self._cache = (tree, wanted, derived)
 
-    def derive_job(self) -> tuple[str, Match | None, bool]:
+    def derive_job(self) -> tuple[str, Match | None, bool, bool]:
         """The arguments of :func:`derive_view` for the current choices."""
-        return self.frames, self.match if self.filtering else None, self.inline_rows
+        match = self.match if self.filtering else None
+        return self.frames, match, self.inline_rows, self.python_functions
 
     def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""
