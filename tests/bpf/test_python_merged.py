@@ -11,11 +11,13 @@ from pathlib import Path
 from bpftop.bpf.program import CpuSampler
 from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.formats.profile_io import read_saved
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.viewstate import ViewState
 from tests.bpf.test_collector import Watched
 from tests.bpf.test_python_record import PY_FRAME, PYTHON, WORKLOAD, _python_frames, _record
 from tests.bpf.test_record import parse_folded
+from tests.exports.consumers import go_pprof_raw
 
 
 def _split_shares(stacks: Counter[tuple[str, ...]]) -> tuple[float, float, int]:
@@ -59,14 +61,21 @@ def test_record_pid_splits_70_30_with_python_frames(tmp_path: Path) -> None:
 
 
 def test_record_command_shows_merged_python_and_native_frames(tmp_path: Path) -> None:
-    out = tmp_path / "cmd.folded"
+    """Recorded to pprof: Go's pprof sees Python functions (hot_a, hot_b) with
+    their file, bpftop reads back the frames as ``QUALNAME (FILE:LINE)``."""
+    out = tmp_path / "cmd.pb.gz"
     result = _record(
         "-F", "499", "-o", str(out), "--", PYTHON, str(WORKLOAD), "split", "6", timeout=180
     )
     assert result.returncode == 0, result.stderr
-    stacks = parse_folded(out)
+    stacks = Counter[tuple[str, ...]]()
+    for stack in read_saved(out).stacks:
+        stacks[(stack.thread, *(f.name for f in stack.frames))] += stack.count
     share_a, whole, total = _split_shares(stacks)
     assert total > 500 and abs(share_a - 70) <= 5 and whole >= 0.9, (share_a, whole, total)
+    by_function, _ = go_pprof_raw(out)
+    hot = {f: sum(c for s, c in by_function.items() if f in s) for f in ("hot_a", "hot_b")}
+    assert abs(100 * hot["hot_a"] / (hot["hot_a"] + hot["hot_b"]) - share_a) < 0.01, hot
     # Merged: native frames stay around the Python ones (the process, libc's
     # start and the C function time.thread_time calls), the eval loop is gone.
     sample = max(

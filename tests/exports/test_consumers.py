@@ -12,10 +12,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bpftop.tui.formats.profile_io import write_saved
+from bpftop.symbols.frame import Frame
+from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import SavedProfile, from_tree
+from bpftop.tui.model.profile import Profile
 from tests.exports.consumers import ROOT, Chromium, go_pprof_raw, speedscope_schema
-from tests.formats.test_saved import META, sample_profile
+from tests.formats.test_saved import MAIN, META, sample_profile
 
 
 def saved() -> SavedProfile:
@@ -119,3 +121,34 @@ def test_generated_protobuf_code_matches_our_profile_proto(tmp_path: Path) -> No
         assert (tmp_path / name).read_text() == (folder / name).read_text(), (
             f"{name} is stale: run scripts/gen_proto.sh"
         )
+
+
+def python_profile() -> SavedProfile:
+    """Two lines of one Python function under a native frame, and a frozen module's."""
+    profile = Profile()
+    for line, count in ((25, 6), (26, 3)):
+        burn = Frame(f"burn (/w/app.py:{line})", "/w/app.py", 0, file="/w/app.py", line=line)
+        profile.add("python3", (MAIN, burn), count)
+    frozen = "<frozen importlib._bootstrap>"
+    profile.add("python3", (MAIN, Frame(f"_load ({frozen}:1)", frozen, 0, file=frozen, line=1)), 1)
+    return from_tree(profile.tree(), META)
+
+
+def test_python_functions_are_functions_with_their_file_in_pprof_and_speedscope(
+    tmp_path: Path,
+) -> None:
+    """Go's pprof sees the function ``burn`` of /w/app.py (its lines on the
+    locations), speedscope the name ``burn`` with file and line, as py-spy
+    writes them; bpftop reads back its own ``QUALNAME (FILE:LINE)`` frames."""
+    original = python_profile()
+    pb, js = tmp_path / "p.pb.gz", tmp_path / "p.speedscope.json"
+    write_saved(original, pb, "pprof")
+    write_saved(original, js, "speedscope")
+    stacks, text = go_pprof_raw(pb)
+    assert stacks == {("main", "burn"): 9, ("main", "_load"): 1}
+    assert "burn /w/app.py:25" in text and "burn /w/app.py:26" in text, text
+    frames = json.loads(js.read_text())["shared"]["frames"]
+    assert {"name": "burn", "file": "/w/app.py", "line": 26, "module": "/w/app.py"} in frames
+    jsonschema.validate(json.loads(js.read_text()), speedscope_schema())
+    for path in (pb, js):
+        assert read_saved(path).stacks == original.stacks

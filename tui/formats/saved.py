@@ -155,6 +155,21 @@ class SavedProfile:
         return list(dict.fromkeys(stack.thread for stack in self.stacks))
 
 
+def python_function(frame: SavedFrame) -> str | None:
+    """A Python frame's function (bpftop names it ``QUALNAME (FILE:LINE)``, its
+    module FILE): what formats that keep the function, file and line apart
+    store as its name. None for any other frame."""
+    suffix = f" ({frame.module}:{frame.line})"
+    if frame.module and frame.line and not frame.kernel and frame.name.endswith(suffix):
+        return frame.name[: -len(suffix)]
+    return None
+
+
+def python_frame(function: str, path: str, line: int) -> SavedFrame:
+    """The frame ``python_function`` took apart, from its function, source path and line."""
+    return SavedFrame(f"{function} ({path}:{line})", path, file=path.rsplit("/", 1)[-1], line=line)
+
+
 def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile:
     """``saved`` with stacks deeper than ``max_frames`` cut, the last frame ``CUT_FRAME``."""
     if all(len(stack.frames) <= max_frames for stack in saved.stacks):

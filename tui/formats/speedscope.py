@@ -3,7 +3,9 @@
 One ``sampled`` profile per stack group (process or thread), named
 ``GROUP`` with weights in samples or events (unit ``none``) or, for a time
 probe, in ``nanoseconds``; every frame once in
-``shared.frames`` with ``file``/``line`` where DWARF knew them. The schema
+``shared.frames`` with ``file``/``line`` where DWARF knew them (a Python
+frame: its function as the name, its source path and line, as py-spy
+writes them). The schema
 allows extra members, so frames also carry ``module``/``kernel``/``inlined``/
 ``unresolved`` and the file a ``bpftop`` object with the metadata; other
 tools ignore them, bpftop reads them back. Files of other tools keep
@@ -22,6 +24,8 @@ from bpftop.tui.formats.saved import (
     SavedFrame,
     SavedProfile,
     SavedStack,
+    python_frame,
+    python_function,
 )
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
@@ -34,9 +38,10 @@ class SpeedscopeError(ValueError):
 
 
 def _frame_json(frame: SavedFrame) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": frame.name}
+    python = python_function(frame)  # its function; the file its whole path
+    out: dict[str, Any] = {"name": frame.name if python is None else python}
     if frame.file:
-        out["file"] = frame.file
+        out["file"] = frame.file if python is None else frame.module
     if frame.line:
         out["line"] = frame.line
     if frame.module:
@@ -79,6 +84,9 @@ def _frame_from(item: object) -> SavedFrame:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         raise SpeedscopeError("a frame without a name")
     line = item.get("line", 0)
+    module, file = item.get("module"), item.get("file")
+    if isinstance(module, str) and module and file == module and isinstance(line, int) and line > 0:
+        return python_frame(item["name"], module, line)
     return SavedFrame(
         item["name"],
         str(item.get("module", "")),

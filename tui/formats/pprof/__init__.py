@@ -13,7 +13,9 @@ a period of events); time probes their events and their time,
 ``off-cpu/nanoseconds`` (offcpu; the time alone when the events per stack
 are not known), all events in ``samples=``; one mapping per module with its
 build-id when the caller knows it; one function per named frame
-(``system_name`` empty for a frame that could not be named); one location
+(``system_name`` empty for a frame that could not be named; a Python frame's
+function is its ``QUALNAME`` in its source file, the line on its location,
+as Go's and py-spy's pprof files have them); one location
 per physical frame, whose lines hold the frames DWARF inlined into it
 (caller last). Per sample, a ``thread`` label names the stack's group and a
 numeric ``kernel_frames`` label says how many leaf-most locations are kernel
@@ -29,7 +31,7 @@ from google.protobuf.message import DecodeError
 
 from bpftop.tui.formats.measures import Measure, measure_of
 from bpftop.tui.formats.pprof import profile_pb2 as pb
-from bpftop.tui.formats.saved import NANOSECONDS, SavedFrame, SavedProfile
+from bpftop.tui.formats.saved import NANOSECONDS, SavedFrame, SavedProfile, python_function
 
 THREAD_LABEL = "thread"
 KERNEL_LABEL = "kernel_frames"
@@ -86,14 +88,16 @@ class _Writer:
         return found
 
     def function(self, frame: SavedFrame) -> int:
-        key = (frame.name, frame.file, frame.unresolved)
+        python = python_function(frame)
+        function, file = (python, frame.module) if python is not None else (frame.name, frame.file)
+        key = (function, file, frame.unresolved)
         found = self.functions.get(key)
         if found is None:
             found = self.functions[key] = len(self.functions) + 1
-            name = self.strings.of(frame.name)
+            name = self.strings.of(function)
             self.out.function.add(
                 id=found, name=name, system_name=0 if frame.unresolved else name,
-                filename=self.strings.of(frame.file),
+                filename=self.strings.of(file),
             )  # fmt: skip
         return found
 

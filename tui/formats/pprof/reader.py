@@ -24,6 +24,7 @@ from bpftop.tui.formats.saved import (
     SavedFrame,
     SavedProfile,
     SavedStack,
+    python_frame,
 )
 
 _NS = f"/{NANOSECONDS}"
@@ -66,9 +67,12 @@ class _Reader:
             function = self.functions.get(line.function_id)
             if function is None:
                 raise _Dangling
-            name = self.text(function.name)
+            name, file, number = self.text(function.name), self.text(function.filename), line.line
+            if module and file == module and number > 0 and not kernel:  # a Python function
+                frames.append(python_frame(name, module, number))
+                continue
             frames.append(SavedFrame(
-                name, module, kernel, self.text(function.filename), max(0, line.line),
+                name, module, kernel, file, max(0, number),
                 inlined=depth > 0, unresolved=function.system_name == 0,
             ))  # fmt: skip
         found = self.cache[key] = tuple(frames)
