@@ -3,20 +3,28 @@
 Adds N distinct stacks (depth 31..59, random through 200 functions: the shape
 of tests/workloads/scale.c) in ticks of 900, reading the tree and the table
 after each tick as the live view does, and prints the nodes made, the CPU
-seconds and the Python heap (tracemalloc; --no-memory for CPU alone):
+seconds and the Python heap (tracemalloc; --no-memory for CPU alone).
+With --write, then what writing a file costs: the tree read into a
+``SavedProfile`` (``from_tree``) and each format encoded, in CPU seconds and
+in resident memory above what the profile held (VmHWM, reset first):
 
     .venv/bin/python -m bench.model_scale            # 40,000 stacks
     .venv/bin/python -m bench.model_scale --stacks 10000 --no-memory
+    .venv/bin/python -m bench.model_scale --no-memory --write
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import random
 import time
 import tracemalloc
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.formats.profile_io import saved_writer
+from bpftop.tui.formats.saved import ProfileMeta, from_tree
 from bpftop.tui.model.profile import Profile
 
 PER_TICK = 900
@@ -26,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stacks", type=int, default=40_000)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--write", action="store_true", help="then time writing each format")
     args = parser.parse_args()
     rng = random.Random(1)
     functions = [Frame(f"f{i}", "scale", 0) for i in range(200)]
@@ -49,6 +58,34 @@ def main() -> None:
         held, peak = tracemalloc.get_traced_memory()
         line += f", heap {held / 2**20:.0f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
     print(line)
+    if args.write:
+        tracemalloc.stop()
+        write(profile)
+
+
+def _status_mib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(field))
+    return int(line.split()[1]) // 1024
+
+
+def write(profile: Profile) -> None:
+    """CPU and peak resident memory of ``from_tree`` and of each writer."""
+    tree = profile.tree()
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # VmHWM := VmRSS
+    base = _status_mib("VmRSS:")
+    started = time.process_time()
+    saved = from_tree(tree, ProfileMeta())
+    print(f"from_tree: {len(saved.stacks):,} stacks, {time.process_time() - started:.2f} CPU-s, "
+          f"peak +{_status_mib('VmHWM:') - base} MiB")  # fmt: skip
+    for fmt in ("folded", "pprof", "speedscope", "svg"):
+        started = time.process_time()
+        with open(os.devnull, "wb") as out:
+            saved_writer(saved, fmt)(out)
+        print(f"{fmt}: {time.process_time() - started:.2f} CPU-s, "
+              f"peak +{_status_mib('VmHWM:') - base} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def test_truncated_json_names_where_it_broke(tmp_path: Path) -> None:
 def test_speedscope_evented_and_dangling_frames(tmp_path: Path) -> None:
     path = written(tmp_path, "p.speedscope.json", "speedscope")
     doc = json.loads(path.read_text())
-    doc["profiles"][0]["samples"][0] = [0, 99]  # frame 99 does not exist
-    doc["profiles"][0]["weights"][1] = float("nan")
+    weights = doc["profiles"][0]["weights"]
+    doc["profiles"][0]["samples"][weights.index(1)] = [0, 99]  # frame 99 does not exist
+    weights[weights.index(5)] = float("nan")
     path.write_text(json.dumps(doc))
     saved = read_saved(path)
     assert saved.skipped == 2 and saved.total == 12 - 1 - 5  # main;run and main;run;fast_path

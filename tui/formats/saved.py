@@ -15,11 +15,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 
+import numpy as np
+import numpy.typing as npt
+
 from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.path_tree import ancestors, array_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
-from bpftop.tui.model.store import LiveNode
+from bpftop.tui.model.store import INLINED, UNRESOLVED, LiveTree, NodeKey
 
 _UNNAMED = re.compile(r"(.+)\+0x([0-9a-f]+)")
 
@@ -184,12 +188,13 @@ def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile
     return replace(saved, stacks=tuple(stacks), truncated=saved.truncated + cut)
 
 
-def saved_frame(node: CallNode) -> SavedFrame:
-    file, _, line = node.source.rpartition(":")
+def _saved_frame(key: NodeKey, flags: int, source: str) -> SavedFrame:
+    label, module, kernel = key
+    file, _, line = source.rpartition(":")
     if not file or not line.isdigit():
-        file, line = node.source, "0"
+        file, line = source, "0"
     return SavedFrame(
-        node.label, node.module, node.kernel, file, int(line), node.inlined, node.unresolved
+        label, module, kernel, file, int(line), bool(flags & INLINED), bool(flags & UNRESOLVED)
     )
 
 
@@ -205,26 +210,69 @@ def from_tree(tree: CallNode, meta: ProfileMeta, events: CallNode | None = None)
 
 
 def _from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
+    """Read from the tree's arrays, ``CHUNK`` stacks at a time, groups hottest
+    first and each group's stacks in the order they were first seen:
+    each distinct frame (key, inline and unnamed flags, file:line) is made
+    once. Made node by node, the 1.7 million nodes of 40,000 stacks of depth
+    ~44 took 5.4 s; this takes ~1 s (bench.model_scale --write)."""
+    live = array_tree(tree)
+    nodes = np.flatnonzero((live.self_count > 0) & (live.depth >= 2))
+    tops = nodes.astype(np.int32)  # each stack's group (depth 1)
+    while (deeper := live.depth[tops] > 1).any():
+        tops[deeper] = live.parent[tops[deeper]]
+    rank = {live.key_ids[g.key]: n for n, g in enumerate(tree.children)}
+    ranks = np.fromiter((rank.get(k, len(rank)) for k in live.key_id[tops].tolist()), np.int64)
+    nodes = nodes[np.argsort(ranks, kind="stable")]
+    frames = _FrameTable(live)
     stacks: list[SavedStack] = []
-    frames: dict[tuple[str, str, bool, str, bool, bool], SavedFrame] = {}
-    for group in tree.children:
-        todo: list[tuple[CallNode, tuple[SavedFrame, ...]]] = [(group, ())]
-        while todo:
-            node, path = todo.pop()
-            if node.self_count > 0 and path:
-                stacks.append(SavedStack(group.label, path, node.self_count))
-            for child in reversed(_children(node)):
-                key = (child.label, child.module, child.kernel, child.source, child.inlined,
-                       child.unresolved)  # fmt: skip
-                frame = frames.get(key)
-                if frame is None:
-                    frame = frames[key] = saved_frame(child)
-                todo.append((child, (*path, frame)))
+    for at in range(0, len(nodes), CHUNK):
+        chunk = nodes[at : at + CHUNK]
+        cells = ancestors(live, chunk)  # root, group, then the frames; -1 past the end
+        groups = [live.keys[k][0] for k in live.key_id[cells[:, 1]].tolist()]
+        rows = frames.of(cells[:, 2:]).tolist()
+        counts = live.self_count[chunk].tolist()
+        stacks.extend(
+            SavedStack(group, tuple(frames.made[i] for i in row if i >= 0), count)
+            for group, row, count in zip(groups, rows, counts, strict=True)
+        )
     return SavedProfile(meta, tuple(stacks))
 
 
-def _children(node: CallNode) -> tuple[CallNode, ...]:
-    return node.passing_children() if isinstance(node, LiveNode) else node.children
+CHUNK = 4096
+"""Stacks read from the arrays at a time (their node-id matrix: ~2 MB at depth 60)."""
+
+
+class _FrameTable:
+    """The ``SavedFrame`` of a tree's nodes, one per distinct frame: a node's
+    frame is told by its key id, its inline and unnamed flags and its file:line."""
+
+    def __init__(self, live: LiveTree) -> None:
+        self._live = live
+        self._texts = ["", *dict.fromkeys(live.sources.values())]  # id 0: no file:line
+        text_ids = {text: n for n, text in enumerate(self._texts)}
+        self._source_of = np.zeros(live.size, np.int32)
+        for node, text in live.sources.items():
+            if node < live.size:
+                self._source_of[node] = text_ids[text]
+        self._index: dict[int, int] = {}  # frame code -> index in ``made``
+        self.made: list[SavedFrame] = []
+
+    def of(self, cells: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The frame of each node id in ``cells`` (-1 stays -1)."""
+        live, width = self._live, len(self._texts)
+        ids = np.maximum(cells, 0)
+        key = live.key_id[ids].astype(np.int64) * 4 + (live.flags[ids] & (INLINED | UNRESOLVED))
+        codes, inverse = np.unique(key * width + self._source_of[ids], return_inverse=True)
+        index = np.fromiter((self._frame(c) for c in codes.tolist()), np.int64, len(codes))
+        return np.where(cells >= 0, index[inverse.reshape(cells.shape)], -1)
+
+    def _frame(self, code: int) -> int:
+        found = self._index.get(code)
+        if found is None:
+            found = self._index[code] = len(self.made)
+            key, source = divmod(code, len(self._texts))
+            self.made.append(_saved_frame(self._live.keys[key // 4], key % 4, self._texts[source]))
+        return found
 
 
 def snapshot_meta(

@@ -182,6 +182,23 @@ def sources_from(
     return {first + n: live.sources[int(origin[n])] for n in sourced.tolist()}
 
 
+def ancestors(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
+    """Row per node: its ancestors root first, then itself, then -1s."""
+    depth = live.depth[nodes].astype(np.int64)
+    cells = np.full((len(nodes), int(depth.max(initial=0)) + 1), -1, np.int64)
+    rows = np.arange(len(nodes))
+    current = nodes.astype(np.int64)
+    while len(rows):
+        cells[rows, depth] = current
+        more = depth > 0
+        rows, current, depth = (
+            rows[more],
+            live.parent[current[more]].astype(np.int64),
+            depth[more] - 1,
+        )
+    return cells
+
+
 def array_tree(node: CallNode) -> LiveTree:
     """``node`` and everything below it as arrays, ``node`` as the root.
 

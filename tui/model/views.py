@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bpftop.tui.model.path_tree import (
+    ancestors,
     array_tree,
     first_of_function,
     merge_paths,
@@ -108,7 +109,7 @@ def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
     """
     live = array_tree(tree)
     stacks = np.flatnonzero(live.self_count > 0)
-    cells = _paths(live, stacks)  # node ids, root first, -1 past the end
+    cells = ancestors(live, stacks)  # node ids, root first, -1 past the end
     kept = cells >= 0
     kept[:, 2:] &= key_mask(live, keep)[np.maximum(cells[:, 2:], 0)]
     left = np.argsort(~kept, axis=1, kind="stable")  # kept cells first, in order
@@ -132,29 +133,12 @@ def rename_frames(tree: CallNode, rename: Callable[[NodeKey], NodeKey]) -> LiveN
         len(live.keys),
     )
     stacks = np.flatnonzero(live.self_count > 0)
-    cells = _paths(live, stacks)
+    cells = ancestors(live, stacks)
     paths = np.where(cells >= 0, new_ids[live.key_id[np.maximum(cells, 0)]], -1).astype(np.int32)
     merged = merge_paths(paths, live.self_count[stacks])
     origin = cells[merged.row, merged.column]
     flags = live.flags[origin] & ~np.uint8(FIRST_OF_FUNCTION) | first_of_function(paths, merged, 2)
     return merged_root(merged, flags, list(renamed), renamed, sources_from(live, origin, 0))
-
-
-def _paths(live: LiveTree, nodes: Counts) -> npt.NDArray[np.int64]:
-    """Row per node: its ancestors root first, then itself, then -1s."""
-    depth = live.depth[nodes].astype(np.int64)
-    cells = np.full((len(nodes), int(depth.max(initial=0)) + 1), -1, np.int64)
-    rows = np.arange(len(nodes))
-    current = nodes.astype(np.int64)
-    while len(rows):
-        cells[rows, depth] = current
-        more = depth > 0
-        rows, current, depth = (
-            rows[more],
-            live.parent[current[more]].astype(np.int64),
-            depth[more] - 1,
-        )
-    return cells
 
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:
