@@ -126,6 +126,23 @@ def test_svg_is_self_contained_with_every_visible_frame() -> None:
     assert "command: ./app --fast" in svg
 
 
+def test_svg_leaves_out_frames_too_narrow_to_see_and_everything_below_them() -> None:
+    """1,200 px wide, frames under 0.3 px dropped: of 1,010,000 samples, ``wide``
+    (1,000,000) and ``many`` (10,000, 12 px) are drawn; each of ``many``'s
+    10,000 callees (1 sample, 0.001 px) is not, nor what they call."""
+    profile = Profile()
+    wide, many = Frame("wide", "/bin/app", 0), Frame("many", "/bin/app", 0)
+    profile.add("app", (MAIN, wide), 1_000_000)
+    for n in range(10_000):
+        callee = Frame(f"callee{n}", "/bin/app", 0)
+        profile.add("app", (MAIN, many, callee, Frame("deeper", "/bin/app", 0)), 1)
+    svg = to_svg(from_tree(profile.tree(), META))
+    assert svg.count('<g class="f"') == 1 + 1 + 3  # all, app, main, wide, many
+    assert 'data-n="wide"' in svg and 'data-n="many"' in svg
+    assert "callee" not in svg and "deeper" not in svg
+    assert f'height="{56 + 4 * 17 + 24}"' in svg  # as deep as what is drawn: 4 rows
+
+
 def test_failed_write_keeps_the_old_file_and_leaves_no_debris(tmp_path: Path) -> None:
     saved = from_tree(sample_profile().tree(), META)
     path = tmp_path / "keep.pb.gz"
