@@ -16,7 +16,6 @@ import pytest
 from bpftop.bpf.program import CpuSampler
 from bpftop.symbols.disk_cache import read_build_id
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree, to_profile
 from bpftop.tui.model.snapshot import Snapshot
@@ -24,6 +23,7 @@ from tests.bpf.test_record import record
 from tests.conftest import BPFTOP
 from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema
 from tests.exports.test_consumers import expected_names, frame_box
+from tests.formats.folded_oracle import folded_lines
 
 EXTENSIONS = {"folded": ".folded", "speedscope": ".speedscope.json", "pprof": ".pb.gz"}
 

@@ -13,10 +13,10 @@ from bpftop.bpf.errors import OutputError
 from bpftop.tui.cli import files
 from bpftop.tui.cli.files import save_recording
 from bpftop.tui.cli.record import _check_writable
-from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Snapshot
 from tests.conftest import BPFTOP
+from tests.formats.folded_oracle import folded_lines
 from tests.formats.test_output_files import char_device, is_char_device
 from tests.tui.demo_fixture import demo_snapshot
 

@@ -10,7 +10,6 @@ import pytest
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.formats.kinds import format_for
 from bpftop.tui.formats.pprof import parse_pprof, to_pprof
 from bpftop.tui.formats.profile_io import read_saved, write_saved
@@ -19,6 +18,7 @@ from bpftop.tui.formats.saved_folded import diff_lines, from_folded
 from bpftop.tui.formats.speedscope import to_speedscope
 from bpftop.tui.formats.svgflame import to_svg
 from bpftop.tui.model.profile import Profile
+from tests.formats.folded_oracle import folded_lines
 
 MAIN = Frame("main", "/bin/app", 0, file="/src/app.c", line=10)
 RUN = Frame("run", "/bin/app", 0)

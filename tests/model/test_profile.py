@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.profile import MAX_PENDING, MAX_UNPLACED, Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
+from tests.formats.folded_oracle import folded_lines
 
 
 def u(name: str, module: str = "/bin/app") -> Frame:

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.tui.formats.folded import folded_lines
 from bpftop.tui.model.callers import callers_tree
 from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
 from bpftop.tui.model.profile import Profile
@@ -25,6 +24,7 @@ from bpftop.tui.model.views import (
     trend,
 )
 from bpftop.tui.model.viewstate import ViewState
+from tests.formats.folded_oracle import folded_lines
 from tests.model import oracle_views as oracle
 
 M = "/bin/app"

@@ -31,7 +31,7 @@ from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
 from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
-from bpftop.tui.formats.folded import write_folded
+from bpftop.tui.formats.profile_io import write_folded
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.views import NodePath
@@ -94,6 +94,7 @@ class BpftopApp(SourceApp):
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_derived: Derived | None = None
         self.deriving: Background[Derived] = Background(self, "derive")
+        self.writing: Background[int | OutputError] = Background(self, "write")
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(None, False, self.interval_s), id="header")
@@ -369,9 +370,20 @@ class BpftopApp(SourceApp):
         target = self.export_target()
         what = "zoomed " if self.state.zoom else ""
         what += "filtered " if self.state.filtering else ""
-        try:
-            lines = write_folded(self.state.export_tree(derived.tree), target)
-        except OutputError as err:
-            self.notify(str(err), title="write failed", severity="error", timeout=10)
-            return
-        self.notify(f"wrote {lines} {what}stacks to {target}", title="folded stacks")
+        tree = self.state.export_tree(derived.tree)
+
+        def write() -> int | OutputError:  # on the worker: ~1 s at 40,000 deep stacks
+            try:
+                return write_folded(tree, target)
+            except OutputError as err:
+                return err
+
+        def written(lines: int | OutputError) -> None:
+            if isinstance(lines, OutputError):
+                self.notify(str(lines), title="write failed", severity="error", timeout=10)
+            else:
+                self.notify(f"wrote {lines} {what}stacks to {target}", title="folded stacks")
+
+        done = self.writing.submit(target, write, written)
+        if done is not None:
+            written(done)

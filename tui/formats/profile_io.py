@@ -30,7 +30,7 @@ from bpftop.tui.formats.folded_tree import cap_depth as cap_depth_lines
 from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.formats.pprof.reader import from_pprof
-from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth, from_tree
 from bpftop.tui.formats.saved_folded import from_folded, saved_lines
 from bpftop.tui.formats.saved_tree import build_tree
 from bpftop.tui.formats.sniff import classify, drop_bad_lines
@@ -50,6 +50,13 @@ def write_saved(
 ) -> None:
     """Write ``saved`` in ``fmt`` to ``path`` (``-``: stdout); ``OutputError`` says why not."""
     write_output(path, saved_writer(saved, fmt, build_ids))
+
+
+def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
+    """Write ``tree`` as folded stacks (the live view's ``w``); the line count."""
+    saved = from_tree(tree, ProfileMeta())
+    write_saved(saved, path, "folded")
+    return len(saved.stacks)
 
 
 def saved_writer(

@@ -24,7 +24,7 @@ from bpftop.tui.formats.saved import (
 
 
 def frame_text(frame: SavedFrame) -> str:
-    """The frame between semicolons, as ``folded.folded_label`` spells a node."""
+    """The frame between semicolons (``frame_label`` of its name and kind)."""
     return frame_label(frame.name, frame.kernel, frame.inlined)
 
 
