@@ -188,9 +188,11 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
 #ifdef NO_PYTHON
 static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
                                               struct sample_key *key, u32 active) {}
+static __always_inline void python_fork(u32 parent, u32 child) {}
 #else
 static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
                                               struct sample_key *key, u32 active);
+static __always_inline void python_fork(u32 parent, u32 child);
 #endif
 
 /* The user stack of a sample whose other stacks are in `key`, then its count:
@@ -338,6 +340,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
     u8 one = 1;
     targets.update(&child, &one);
     unwind_fork(tgid, child);
+    python_fork(tgid, child);
     send_event(args, EVENT_FORK, child, tgid);
     return 0;
 }

@@ -204,6 +204,8 @@ class CpuSampler:
         self._pids = tuple(p for p in self._pids if p != pid)
         with contextlib.suppress(KeyError):
             del self._bpf[b"targets"][ct.c_uint32(pid)]
+        if self.python is not None:  # the kernel gave a forked thread its process's entry
+            self.python.forget(pid)
 
     @property
     def any_process(self) -> bool:

@@ -188,6 +188,16 @@ static __always_inline u64 python_current_frame(struct python_proc *proc) {
     return frame;
 }
 
+/* --children: a forked process runs its parent's interpreter at the same
+ * addresses, so it takes the parent's entry and its first samples have Python
+ * frames before user space has looked at it (a new thread lands here too:
+ * user space drops its entry with the thread's target). */
+static __always_inline void python_fork(u32 parent, u32 child) {
+    struct python_proc *proc = python_procs.lookup(&parent);
+    if (proc)
+        python_procs.update(&child, proc);
+}
+
 /* The hook: returns (and the caller goes on without Python frames) unless
  * the thread is in Python code; otherwise tail-calls python_walk. */
 static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx, struct sample_key *key,

@@ -92,11 +92,11 @@ class PythonWalker:
         return True
 
     def forget(self, pid: int) -> None:
+        """Drop ``pid``'s entry: described here, or copied from its parent's at a fork."""
         with self._lock:
-            if pid in self._described:
-                self._described.discard(pid)
-                with contextlib.suppress(KeyError):
-                    del self._procs[ct.c_uint32(pid)]
+            self._described.discard(pid)
+            with contextlib.suppress(KeyError):
+                del self._procs[ct.c_uint32(pid)]
 
     @property
     def described(self) -> frozenset[int]:

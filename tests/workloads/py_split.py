@@ -4,6 +4,9 @@
 ``py_split.py threads SECONDS``: two threads, each spinning in its own function
 (``spin_left`` / ``spin_right``); prints each thread's native id.
 ``py_split.py deep SECONDS DEPTH``: ``recurse`` DEPTH frames deep, then spins.
+``py_split.py children SECONDS``: two ``multiprocessing`` children (forked) spin
+in ``spin_right`` for SECONDS, then sleep SECONDS + 2 s (alive, so their code
+objects can still be read), while the parent spins in ``spin_left`` for half that.
 ``py_split.py count SECONDS``: on a line from stdin, spins, then prints loop turns
 per second (bench/python.py).
 Time is thread CPU time, so the split holds on a loaded machine. The first
@@ -11,6 +14,7 @@ line printed maps each function's name to its code object's address.
 """
 
 import json
+import multiprocessing
 import random
 import sys
 import threading
@@ -67,6 +71,21 @@ def threads(seconds: float) -> None:
         worker.join()
 
 
+def spin_then_sleep(seconds: float) -> None:
+    spin_right(seconds)
+    time.sleep(seconds + 2)
+
+
+def children(seconds: float) -> None:
+    forked = multiprocessing.get_context("fork")
+    workers = [forked.Process(target=spin_then_sleep, args=(seconds,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    spin_left(seconds / 2)
+    for worker in workers:
+        worker.join()
+
+
 def recurse(depth: int, seconds: float) -> None:
     if depth <= 1:
         return spin_left(seconds)
@@ -82,6 +101,8 @@ def main() -> None:
         run(seconds)
     elif mode == "threads":
         threads(seconds)
+    elif mode == "children":
+        children(seconds)
     elif mode == "deep":
         recurse(int(sys.argv[3]), seconds)
     elif mode == "count":
