@@ -186,12 +186,12 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
  * file: for a Python process it tail-calls away, records the Python frames
  * and then calls count_user_stack() itself. */
 #ifdef NO_PYTHON
-static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
-                                              struct sample_key *key, u32 active) {}
+static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                              u32 active, u32 at_entry) {}
 static __always_inline void python_fork(u32 parent, u32 child) {}
 #else
-static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx,
-                                              struct sample_key *key, u32 active);
+static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                              u32 active, u32 at_entry);
 static __always_inline void python_fork(u32 parent, u32 child);
 #endif
 
@@ -211,7 +211,8 @@ static __always_inline void count_user_stack(void *regs, u32 ctx_kind, struct sa
 /* One count for the current thread's (user, kernel) stack; `ctx_kind` says
  * what `regs` is (CTX_*). A uprobe hit is at a function's first instruction
  * (CONTROL_ENTRY_PROBES): its caller's return address is on top of the stack,
- * table or not. Perf samples of a Python process go by the Python walker. */
+ * table or not. Samples and probe hits of a Python process (all but
+ * tracepoints) go by the Python walker. */
 static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
@@ -229,8 +230,8 @@ static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_
     u32 at_entry = 0;
     if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
         at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
-    if (ctx_kind == CTX_PERF)
-        python_user_stack((struct bpf_perf_event_data *)regs, &key, active);
+    if (ctx_kind != CTX_TRACEPOINT) /* the thread's Python frames, if it has any */
+        python_user_stack(regs, ctx_kind, &key, active, at_entry);
     count_user_stack(regs, ctx_kind, &key, active, at_entry);
     return 0;
 }

@@ -26,6 +26,7 @@ ALL_MAPS = (
     "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
     "unwind_progs_tp",
     "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "python_progs",
+    "python_progs_kp",
 )  # fmt: skip
 """Every map of bpftop.bpf.c, unwind.bpf.c and python.bpf.c, in the order they are declared."""
 _SLOT_ARRAYS = frozenset({"unwind_rows", "unwind_index"})

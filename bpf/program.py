@@ -253,6 +253,8 @@ class CpuSampler:
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
             load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
+        if self.python is not None and plan.spec.kind in PYTHON_PROBES:
+            self.python.load_probe_copy(import_bcc().BPF.KPROBE)  # type: ignore[attr-defined]
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
@@ -410,6 +412,10 @@ _NOT_SAMPLES = {  # handlers that report events, not samples
     b"tracepoint__sched__sched_process_fork",
     b"tracepoint__sched__sched_process_exit",
 }
+
+
+PYTHON_PROBES = frozenset({ProbeKind.UPROBE, ProbeKind.USDT, ProbeKind.KPROBE, ProbeKind.KRETPROBE})
+"""Probe kinds whose hits carry Python frames (kprobe-type handlers that count)."""
 
 
 def _calls_python(program: str) -> bool:

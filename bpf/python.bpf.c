@@ -66,7 +66,7 @@ struct pystack {
 struct python_state {
     struct sample_key key;
     u32 active;
-    u32 pad;
+    u32 at_entry; /* a uprobe at a function's first instruction (count_user_stack) */
     u64 frame; /* the next _PyInterpreterFrame to read */
     struct pystack stack;
 };
@@ -76,7 +76,8 @@ BPF_PERCPU_ARRAY(python_scratch, struct python_state, 1);
 BPF_PERCPU_ARRAY(python_counts, u64, PY_COUNT_SLOTS);
 BPF_F_TABLE("hash", u32, struct pystack, pystacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_F_TABLE("hash", u32, struct pystack, pystacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
-BPF_PROG_ARRAY(python_progs, 1);
+BPF_PROG_ARRAY(python_progs, 1);    /* python_walk: perf events */
+BPF_PROG_ARRAY(python_progs_kp, 1); /* python_walk_kp: uprobes, USDT, kprobes */
 
 #define PY_BARRIER(x) asm volatile("" : "+r"(x))
 
@@ -92,7 +93,7 @@ static __always_inline int python_read(u64 *dst, u64 addr) {
 
 /* Store the frames in this generation's store, name them in the key, and go
  * on with the native user stack (which counts the sample). */
-static __always_inline void python_finish(struct bpf_perf_event_data *ctx, struct python_state *st) {
+static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python_state *st) {
     struct pystack *old = NULL;
     int err = -EEXIST;
     u32 id = 0;
@@ -120,7 +121,7 @@ static __always_inline void python_finish(struct bpf_perf_event_data *ctx, struc
             python_count(PY_COUNT_TRUNCATED);
     }
     struct sample_key key = st->key;
-    count_user_stack(ctx, CTX_PERF, &key, st->active, 0);
+    count_user_stack(ctx, ctx_kind, &key, st->active, st->at_entry);
 }
 
 /* Record one frame and step to its caller; returns 1 when the walk is over. */
@@ -153,21 +154,33 @@ static __always_inline int python_step(struct python_state *st) {
     return 0;
 }
 
-int python_walk(struct bpf_perf_event_data *ctx) {
+/* The next tail call of a walk in a program of type `ctx_kind` (CTX_PERF or
+ * CTX_KPROBE: a tail call reaches only a program of the caller's own type). */
+static __always_inline void python_next(void *ctx, u32 ctx_kind) {
+    if (ctx_kind == CTX_PERF)
+        python_progs.call(ctx, 0);
+    else
+        python_progs_kp.call(ctx, 0);
+}
+
+static __always_inline int python_walk_in(void *ctx, u32 ctx_kind) {
     u32 zero = 0;
     struct python_state *st = python_scratch.lookup(&zero);
     if (!st)
         return 0;
     for (int i = 0; i < PY_FRAMES_PER_CALL; i++) {
         if (python_step(st)) {
-            python_finish(ctx, st);
+            python_finish(ctx, ctx_kind, st);
             return 0;
         }
     }
-    python_progs.call(ctx, 0);
-    python_finish(ctx, st); /* the tail call failed: keep what was walked */
+    python_next(ctx, ctx_kind);
+    python_finish(ctx, ctx_kind, st); /* the tail call failed: keep what was walked */
     return 0;
 }
+
+int python_walk(struct bpf_perf_event_data *ctx) { return python_walk_in(ctx, CTX_PERF); }
+int python_walk_kp(struct pt_regs *ctx) { return python_walk_in(ctx, CTX_KPROBE); }
 
 /* The sampled thread's innermost Python frame, or 0. */
 static __always_inline u64 python_current_frame(struct python_proc *proc) {
@@ -200,8 +213,8 @@ static __always_inline void python_fork(u32 parent, u32 child) {
 
 /* The hook: returns (and the caller goes on without Python frames) unless
  * the thread is in Python code; otherwise tail-calls python_walk. */
-static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx, struct sample_key *key,
-                                              u32 active) {
+static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                              u32 active, u32 at_entry) {
     u32 tgid = key->tgid, zero = 0;
     struct python_proc *proc = python_procs.lookup(&tgid);
     if (!proc)
@@ -216,9 +229,10 @@ static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx, s
         return;
     st->key = *key;
     st->active = active;
+    st->at_entry = at_entry;
     st->frame = frame;
     st->stack.len = 0;
     st->stack.truncated = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
-    python_progs.call(ctx, 0);
+    python_next(ctx, ctx_kind); /* fails (no frames then) until user space loads the copy */
 }

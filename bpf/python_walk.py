@@ -1,6 +1,7 @@
 """The Python frame walker's program and maps (bpf/python.bpf.c), seen from Python.
 
 Owns :class:`PythonWalker` (loads ``python_walk`` into its tail-call slot,
+and ``python_walk_kp`` for uprobes, USDT and kprobes on their first use;
 describes Python processes to the kernel, drains the Python stack store) and
 the values it takes and gives: :class:`PythonProcess` (what the kernel needs
 per process: where the interpreter keeps its thread-state key) and
@@ -70,7 +71,19 @@ class PythonWalker:
         self.fsbase_offset = fsbase  # None: no BTF, Python frames cannot be walked
         walker = bpf.load_func(b"python_walk", program_type)
         bpf[b"python_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
+        self._bpf = bpf
         self._described: set[int] = set()
+
+    def load_probe_copy(self, kprobe_type: int) -> bool:
+        """Load ``python_walk_kp``, the copy uprobes, USDT probes and kprobes
+        tail-call (a tail call stays within its program type), on the first
+        such probe: a run that only samples CPU does not verify it. Until it is
+        loaded their hits have native frames only. True when loaded now."""
+        if b"python_walk_kp" in self._bpf.funcs:
+            return False
+        walker = self._bpf.load_func(b"python_walk_kp", kprobe_type)
+        self._bpf[b"python_progs_kp"][ct.c_int(0)] = ct.c_int(walker.fd)
+        return True
 
     @property
     def usable(self) -> bool:

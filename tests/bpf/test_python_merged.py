@@ -190,3 +190,20 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
     assert unnamed <= 0.03 * total, f"{unnamed} of {total} samples have unnamed Python frames"
     unmerged = sum(c for s, c in stacks.items() if any("_PyEval_EvalFrameDefault" in f for f in s))
     assert unmerged <= 0.03 * total, f"{unmerged} of {total} samples show the eval loop"
+
+
+def test_uprobe_hits_under_python_code_carry_the_python_chain(tmp_path: Path) -> None:
+    """``uprobe:c:clock_gettime`` on the split workload (``time.thread_time``
+    calls it from ``burn``): each hit is named from the Python functions that
+    led to it, the kprobe-type copy of the Python walker at work."""
+    out = tmp_path / "uprobe.folded"
+    result = _record("--probe", "uprobe:c:clock_gettime", "-d", "3", "-o", str(out), "--",
+                     PYTHON, str(WORKLOAD), "split", "6", timeout=180)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    python = sum(c for s, c in stacks.items() if _python_frames(s))
+    assert total > 1_000 and python >= 0.95 * total, (python, total)
+    share_a, whole, _ = _split_shares(stacks)
+    assert abs(share_a - 70) <= 5 and whole >= 0.9, (share_a, whole)
+    assert all(s[-1] == "clock_gettime" for s in stacks), "the probed function is the leaf"
