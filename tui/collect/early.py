@@ -20,6 +20,7 @@ from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
+from bpftop.tui.collect.niceness import lower_priority
 from bpftop.tui.model.snapshot import NO_USER_REGS_QUALITY
 
 # Stack qualities, as CollectionStats counts them (samples by how their user stack was
@@ -173,6 +174,7 @@ class BackgroundLoad:
         self._thread.start()
 
     def _run(self) -> None:
+        lower_priority()  # the target and the early sampler come first (see niceness)
         try:
             self._load()
         except BaseException as exc:  # handed to the collector thread

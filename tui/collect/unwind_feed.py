@@ -41,6 +41,7 @@ from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
 from bpftop.symbols.code_ranges import CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.tui.collect.niceness import lower_priority
 from bpftop.tui.collect.targets import is_process, is_stopped
 
 if TYPE_CHECKING:
@@ -235,7 +236,9 @@ class UnwindFeed:
             self._sleep()
 
     def _build(self) -> None:
-        """The builder thread: the first file of the latest list not built yet."""
+        """The builder thread: the first file of the latest list not built yet
+        (at a lower priority: it shares the early builder's files, see niceness)."""
+        lower_priority()
         while not self._stop.is_set():
             self._build_wake.wait()
             self._build_wake.clear()
