@@ -3,12 +3,14 @@
 On a 2-core machine BCC's compile (seconds of CPU), the unwind-table builders
 and the target all want a core in the first seconds of a run, while the early
 perf_event sampler must keep draining its rings. A short-lived ``-p`` target
-(it burns ~1.5 s of CPU and exits while bpftop still compiles) then got ~0.55
-of ``perf record``'s samples of the same run (``bench.startup --only short``,
-median of 5 on a busy VM): the target itself got less CPU. With the compile
-thread and the table builders at nice +10 the target keeps its core, and the
-threads that only drain and count (collector, rings) keep theirs; the compile
-still has whatever CPU is idle. Linux keeps a nice value per thread
+(it spins until 1.5 s after bpftop's launch, then exits, long before the
+compile ends) got less CPU under bpftop than under ``perf record``, so fewer
+samples: a median 0.40-0.48 of perf's (``bench.startup --only short``, runs
+back to back, a VM kept busy by other jobs, load 3-4). With the compile thread
+and the table builders at nice +10: 0.54-0.60 (6 runs); with the pid check also
+off the early sampler's path (tui/cli/pid_checks.py): 0.70 (9 runs). The
+threads that drain and count (collector, rings) keep their priority, and the
+compile still gets whatever CPU is idle. Linux keeps a nice value per thread
 (setpriority(2) on a tid), and threads a thread starts inherit it.
 """
 

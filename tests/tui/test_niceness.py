@@ -1,0 +1,44 @@
+"""Start-up threads lower their own priority, and only their own (Linux: per thread)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from bpftop.tui.collect.niceness import BACKGROUND_NICE, lower_priority
+
+
+def _nice(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+def test_a_thread_lowers_only_itself_and_its_own_threads() -> None:
+    main = _nice(threading.get_native_id())
+    seen: dict[str, int | None] = {}
+
+    def child() -> None:
+        seen["child"] = _nice(threading.get_native_id())
+
+    def background() -> None:
+        seen["returned"] = lower_priority()
+        seen["background"] = _nice(threading.get_native_id())
+        started = threading.Thread(target=child)  # inherits the lowered value
+        started.start()
+        started.join()
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join()
+    want = min(19, main + BACKGROUND_NICE)
+    assert seen == {"returned": want, "background": want, "child": want}
+    assert _nice(threading.get_native_id()) == main, (
+        "the calling process's other threads keep theirs"
+    )
+
+
+def test_lowering_is_capped_at_19() -> None:
+    result: list[int | None] = []
+    thread = threading.Thread(target=lambda: result.extend([lower_priority(), lower_priority(30)]))
+    thread.start()
+    thread.join()
+    assert result[1] == 19
