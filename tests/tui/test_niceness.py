@@ -1,10 +1,13 @@
-"""Start-up threads lower their own priority, and only their own (Linux: per thread)."""
+"""Start-up threads lower their own priority, and only their own (Linux: per thread);
+the compile gets its priority back once someone waits for it."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 
+from bpftop.tui.collect.early import BackgroundLoad
 from bpftop.tui.collect.niceness import BACKGROUND_NICE, lower_priority
 
 
@@ -42,3 +45,27 @@ def test_lowering_is_capped_at_19() -> None:
     thread.start()
     thread.join()
     assert result[1] == 19
+
+
+def test_the_compile_runs_lowered_until_someone_waits_for_it() -> None:
+    main = _nice(threading.get_native_id())
+    release, seen, tids = threading.Event(), [], []
+
+    def load() -> None:
+        tids.append(threading.get_native_id())
+        seen.append(_nice(tids[0]))
+        release.wait(10)
+        seen.append(_nice(tids[0]))
+
+    loading = BackgroundLoad(load, lambda: None, lambda: None)
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.005)
+    waiter = threading.Thread(target=loading.wait)
+    waiter.start()
+    while _nice(tids[0]) != main and time.monotonic() < deadline:
+        time.sleep(0.005)
+    release.set()
+    waiter.join(10)
+    assert seen == [min(19, main + BACKGROUND_NICE), main], "lowered, then restored by wait()"
+    assert loading.succeeded

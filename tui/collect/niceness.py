@@ -10,12 +10,15 @@ back to back, a VM kept busy by other jobs, load 3-4). With the compile thread
 and the table builders at nice +10: 0.54-0.60 (6 runs); with the pid check also
 off the early sampler's path (tui/cli/pid_checks.py): 0.70 (9 runs). The
 threads that drain and count (collector, rings) keep their priority, and the
-compile still gets whatever CPU is idle. Linux keeps a nice value per thread
-(setpriority(2) on a tid), and threads a thread starts inherit it.
+compile still gets whatever CPU is idle; once someone waits for it (no early
+sampler, or a record ending) it gets its priority back with
+:func:`restore_priority` (see BackgroundLoad). Linux keeps a nice value per
+thread (setpriority(2) on a tid), and threads a thread starts inherit it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -33,3 +36,10 @@ def lower_priority(by: int = BACKGROUND_NICE) -> int | None:
     except OSError:
         return None
     return nice
+
+
+def restore_priority(tid: int) -> None:
+    """Give thread ``tid`` of this process the main thread's nice value again
+    (lowering a nice value needs CAP_SYS_NICE: root has it); nothing if refused."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, os.getpid()))
