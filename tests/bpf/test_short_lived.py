@@ -49,8 +49,10 @@ def test_short_lived_target_keeps_its_cpu_time(workloads: Path, tmp_path: Path) 
     samples, expected = sum(stacks.values()), HZ * used
     assert samples >= MIN_SHARE * expected, (samples, expected, err)
     assert samples <= 1.1 * expected + 5, ("counted twice?", samples, expected)
-    named = sum(n for s, n in stacks.items() if "run" in s and "main" in s)
-    assert named >= 0.9 * samples, stacks.most_common(3)
+    # Every sample is the target's. (Its frames are named only if bpftop read its
+    # maps before it exited: on a machine busy enough, Python's start alone takes
+    # longer than the target lives.)
+    assert all(stack[0] == "startup" for stack in stacks), stacks.most_common(3)
 
 
 def test_an_idle_target_records_an_empty_file_and_says_why(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import threading
 import time
 
 from bpftop.tui.collect.early import BackgroundLoad
-from bpftop.tui.collect.niceness import BACKGROUND_NICE, lower_priority
+from bpftop.tui.collect.niceness import BACKGROUND_NICE, Yielding, lower_priority
 
 
 def _nice(tid: int) -> int:
@@ -69,3 +69,18 @@ def test_the_compile_runs_lowered_until_someone_waits_for_it() -> None:
     waiter.join(10)
     assert seen == [min(19, main + BACKGROUND_NICE), main], "lowered, then restored by wait()"
     assert loading.succeeded
+
+
+def test_a_thread_someone_already_waits_for_is_not_lowered() -> None:
+    main = _nice(threading.get_native_id())
+    yielding, seen = Yielding(), []
+    yielding.hurry()  # e.g. a held command waits for the unwind builder before it starts
+
+    def run() -> None:
+        with yielding:
+            seen.append(_nice(threading.get_native_id()))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [main]

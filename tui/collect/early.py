@@ -20,7 +20,7 @@ from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
-from bpftop.tui.collect.niceness import lower_priority, restore_priority
+from bpftop.tui.collect.niceness import Yielding
 from bpftop.tui.model.snapshot import NO_USER_REGS_QUALITY
 
 # Stack qualities, as CollectionStats counts them (samples by how their user stack was
@@ -173,22 +173,18 @@ class BackgroundLoad:
         self._load, self._close, self._on_done = load, close, on_done
         self._lock = threading.Lock()
         self._abandoned = False
-        self._waited = False  # someone waits: no lower priority (guarded by _lock)
-        self._tid: int | None = None  # the helper's thread id, once it runs
+        self._yielding = Yielding()  # the helper's priority
         self.error: BaseException | None = None
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bpftop-compile", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        with self._lock:
-            self._tid = threading.get_native_id()
-            if not self._waited:
-                lower_priority()
-        try:
-            self._load()
-        except BaseException as exc:  # handed to the collector thread
-            self.error = exc
+        with self._yielding:
+            try:
+                self._load()
+            except BaseException as exc:  # handed to the collector thread
+                self.error = exc
         with self._lock:
             self.done.set()
             if self._abandoned:
@@ -197,10 +193,7 @@ class BackgroundLoad:
 
     def wait(self) -> None:
         """Block until the load returns; from now on it runs at full priority."""
-        with self._lock:
-            self._waited = True
-            if self._tid is not None and not self.done.is_set():
-                restore_priority(self._tid)
+        self._yielding.hurry()
         self._thread.join()
 
     def abandon(self) -> bool:
