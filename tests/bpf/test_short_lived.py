@@ -1,8 +1,8 @@
 """Short-lived ``-p`` targets and records that end with no samples, on the real kernel.
 
-A target started right before ``bpftop record -p`` that runs ~1.5 s and exits
-(long before BCC's compile ends) must still be sampled for the CPU time it
-used while bpftop ran: the early perf_event sampler opens within ~0.05 s of
+A target started right before ``bpftop record -p`` that runs a few seconds and
+exits (long before BCC's compile ends) must still be sampled for the CPU time
+it used while bpftop ran: the early perf_event sampler opens within ~0.05 s of
 launch, and the compile and table builders yield the CPU to the target
 (tui/collect/niceness.py). A record with no samples is written and says why.
 """
@@ -20,7 +20,10 @@ from tests.bpf.test_record import parse_folded
 from tests.conftest import BPFTOP
 
 HZ = 199
-LIFE_S = 1.5
+# 3 s, not the 1.5 s of bench.startup's short case: at load 5-6 on 2 cores,
+# bpftop's start (Python, imports, BCC import, checks) can outlast 1.5 s, and a
+# target gone before its pid is checked is refused (exit 3, README).
+LIFE_S = 3.0
 MIN_SHARE = 0.7  # of the target's CPU time x Hz: a loaded 2-core CI machine delays the start
 
 
