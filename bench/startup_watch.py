@@ -92,6 +92,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def reap_cpu_s(proc: subprocess.Popen[bytes]) -> float:
+    """Reap ``proc`` (killed if it still runs) and return its user + system CPU
+    (wait4; ``proc`` must not have been waited for)."""
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if not pid:
+        proc.kill()
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return float(usage.ru_utime + usage.ru_stime)
+
+
 def watch(
     argv: Sequence[str],
     stderr_path: Path,

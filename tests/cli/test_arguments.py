@@ -18,7 +18,7 @@ from bpftop.bpf.errors import UsageError
 from bpftop.tui.cli import args as cli_args
 from bpftop.tui.cli import record
 from bpftop.tui.cli.main import main
-from bpftop.tui.collect.targets import is_kernel_thread, refuse_kernel_threads
+from bpftop.tui.cli.pid_checks import is_kernel_thread, refuse_kernel_threads
 
 
 @pytest.fixture(scope="module")

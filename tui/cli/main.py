@@ -19,7 +19,7 @@ from bpftop.bpf.crash_log import install_thread_hook, log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.early_start import open_early
-from bpftop.tui.collect.targets import refuse_kernel_threads
+from bpftop.tui.cli.pid_checks import refuse_kernel_threads
 
 
 def main(argv: Sequence[str] | None = None) -> int:

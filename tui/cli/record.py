@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bpftop.bpf.errors import BpftopError, OutputError
 from bpftop.tui.cli.args import VERSION
+from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import (
     check,
@@ -43,7 +44,8 @@ def run_record(args: argparse.Namespace) -> int:
     errors: list[BpftopError] = []
     done = threading.Event()
     on_signals(done.set)
-    started_ns = _sample(collector, args.duration, done, errors)
+    exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
+    started_ns = _sample(collector, args.duration, done, errors, exited_at)
     collector.stop()
     end_launched(args)
     if errors:
@@ -65,19 +67,50 @@ def run_record(args: argparse.Namespace) -> int:
     from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
     save_recording(snap, meta, args.output, args.format)
+    if snap.stats.total_samples == 0:
+        print(f"bpftop: warning: {_empty_reason(args, snap, exited_at)}", file=sys.stderr)
     return 0
 
 
+def _empty_reason(args: argparse.Namespace, snap: Snapshot, exited_at: list[float]) -> str:
+    """Why ``snap`` holds no samples (see empty_record)."""
+    pids = args.pids or ()
+    if args.all:
+        targets = "any process"
+    elif len(pids) > 1:
+        targets = "processes " + ", ".join(map(str, pids))
+    elif snap.process is not None:
+        targets = f"process {snap.process.pid} ({snap.process.name})"
+    else:
+        targets = "the target"
+    run = EmptyRun(
+        probe=snap.stats.probe,
+        targets=targets,
+        exited=snap.phase is Phase.EXITED,
+        early=getattr(args, "early_perf", None) is not None,
+        after_s=exited_at[0] if exited_at else seconds_since_launch(),
+        launched=getattr(args, "launched", None) is not None,
+    )
+    return empty_reason(run)
+
+
 def _sample(
-    collector: Collector, duration_s: float | None, done: threading.Event, errors: list[BpftopError]
+    collector: Collector,
+    duration_s: float | None,
+    done: threading.Event,
+    errors: list[BpftopError],
+    exited_at: list[float],
 ) -> int | None:
     """Start ``collector`` and wait until ``done`` is set, collection ends, or
     ``duration_s`` of sampling have passed; when sampling began (wall-clock
-    ns), None if it never did. Errors are appended to ``errors``."""
+    ns), None if it never did. Errors are appended to ``errors``, and when the
+    targets were seen gone (seconds since launch) to ``exited_at``."""
     sampling_since: list[float] = []  # -d counts from the first sample, not from launch
     started_ns: list[int] = []
 
     def on_snapshot(snap: Snapshot) -> None:
+        if snap.phase is Phase.EXITED and not exited_at:
+            exited_at.append(seconds_since_launch())
         if snap.phase is Phase.SAMPLING and not sampling_since:
             sampling_since.append(time.monotonic())
             started_ns.append(time.time_ns())

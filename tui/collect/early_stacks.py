@@ -20,6 +20,7 @@ from bpftop.bpf.perf_events import PerfSample
 from bpftop.bpf.raw import Addresses
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.stack_walk import TableLookup, UserRegs, walk_copied_stack
+from bpftop.tui.collect.niceness import lower_priority
 
 EARLY_FP = "perf_event, frame pointers"
 EARLY_WALKED = "perf_event, .eh_frame walk in user space"
@@ -53,6 +54,7 @@ class EarlyStacks:
         return sample.user_stack, EARLY_FP
 
     def _build(self, pids: tuple[int, ...]) -> None:
+        lower_priority()  # a cold build takes seconds of CPU the target needs (see niceness)
         for pid in pids:
             if self._stop.is_set():
                 return

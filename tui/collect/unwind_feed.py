@@ -41,6 +41,7 @@ from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
 from bpftop.symbols.code_ranges import CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.tui.collect.niceness import Yielding
 from bpftop.tui.collect.targets import is_process, is_stopped
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class UnwindFeed:
         self._to_build: tuple[CodeRange, ...] = ()  # files to build, most wanted first
         self._build_wake = threading.Event()
         self._builder = threading.Thread(target=self._build, name="bpftop-unwinds", daemon=True)
+        self._yielding = Yielding()  # the builder's priority
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -117,6 +119,7 @@ class UnwindFeed:
         """The program is loaded: feed its walker what is built so far, and from
         now on (called on the collector's thread; cheap: no building here)."""
         self._unwinder = unwinder
+        self._yielding.hurry()  # from now on a missing table costs BPF samples their stacks
         for pid, ranges in list(self._ranges.items()):
             self._push(pid, ranges)
         self._wake.set()
@@ -191,6 +194,7 @@ class UnwindFeed:
 
     def wait_current(self, pid: int, timeout_s: float) -> bool:
         """Wait until ``pid``'s entry has every table of its maps (True), or timeout."""
+        self._yielding.hurry()
         deadline = time.monotonic() + timeout_s
         while pid not in self._current and time.monotonic() < deadline:
             if not self._thread.is_alive():
@@ -235,17 +239,18 @@ class UnwindFeed:
             self._sleep()
 
     def _build(self) -> None:
-        """The builder thread: the first file of the latest list not built yet."""
-        while not self._stop.is_set():
-            self._build_wake.wait()
-            self._build_wake.clear()
+        """The builder thread, lowered (niceness) until BPF or a held command needs it."""
+        with self._yielding:
             while not self._stop.is_set():
-                todo = (c for c in self._to_build if not self.tables.has(c.key))
-                code = next(todo, None)
-                if code is None:
-                    break
-                self.tables.load(code)
-                self._wake.set()  # describe the processes with it
+                self._build_wake.wait()
+                self._build_wake.clear()
+                while not self._stop.is_set():
+                    todo = (c for c in self._to_build if not self.tables.has(c.key))
+                    code = next(todo, None)
+                    if code is None:
+                        break
+                    self.tables.load(code)
+                    self._wake.set()  # describe the processes with it
 
     def _sleep(self) -> None:
         """Wait ``poll_s`` or until woken; with a few processes, notice an exec
@@ -368,7 +373,10 @@ def prefetch_unwind_tables(
         return None
     tables = early.stacks.tables if early is not None else None
     pids = tuple(pids)
-    return UnwindFeed(pids, tables=tables, busy_first=not pids).start()
+    feed = UnwindFeed(pids, tables=tables, busy_first=not pids)
+    if early is None:  # nothing samples before BPF: these tables are on its critical path
+        feed._yielding.hurry()
+    return feed.start()
 
 
 def attach_unwinder(feed: UnwindFeed | None, sampler: object) -> None:

@@ -1,0 +1,23 @@
+"""The ``bpftop`` command opens its perf events before any heavy import.
+
+``tui/cli/main.py`` checks the arguments (kernel threads included) and opens
+the early perf_event sampler before it loads the collector; every module it
+imports at the top is on that path. Importing tui.collect.targets there (for
+the kernel-thread check) cost ~0.08 s of launch -> first sample.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("psutil", "elftools", "numpy", "bcc", "textual", "bpftop.tui.collect.targets")
+
+
+def test_the_command_module_imports_nothing_heavy() -> None:
+    listed = subprocess.run(
+        [sys.executable, "-c", "import sys, bpftop.tui.cli.main; print(*sys.modules)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert "bpftop.tui.cli.pid_checks" in listed, "the kernel-thread check is there"
+    assert [name for name in HEAVY if name in listed] == []
