@@ -186,12 +186,14 @@ static __always_inline int call_return(struct pt_regs *ctx, u32 slot) {
  * file: for a Python process it tail-calls away, records the Python frames
  * and then calls count_user_stack() itself. */
 #ifdef NO_PYTHON
-static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
-                                              u32 active, u32 at_entry) {}
+static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                             u32 active, u32 at_entry) {
+    return 0;
+}
 static __always_inline void python_fork(u32 parent, u32 child) {}
 #else
-static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
-                                              u32 active, u32 at_entry);
+static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                             u32 active, u32 at_entry);
 static __always_inline void python_fork(u32 parent, u32 child);
 #endif
 
@@ -230,8 +232,9 @@ static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_
     u32 at_entry = 0;
     if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
         at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
-    if (ctx_kind != CTX_TRACEPOINT) /* the thread's Python frames, if it has any */
-        python_user_stack(regs, ctx_kind, &key, active, at_entry);
+    /* The thread's Python frames, if it has any (1: --gil, and it has not the GIL). */
+    if (ctx_kind != CTX_TRACEPOINT && python_user_stack(regs, ctx_kind, &key, active, at_entry))
+        return 0;
     count_user_stack(regs, ctx_kind, &key, active, at_entry);
     return 0;
 }

@@ -69,6 +69,7 @@ struct event {
 #define CONTROL_HOLD_AT_EXEC 5   /* this pid stops (SIGSTOP) right after its exec */
 #define CONTROL_ENTRY_PROBES 6   /* bit s: handler slot s's on_probe_hit probes are at function
                                   * entries (uprobes; USDT probes are not) */
-#define CONTROL_SLOTS 7
+#define CONTROL_GIL_ONLY 7        /* 1: no samples of Python threads without the GIL (--gil) */
+#define CONTROL_SLOTS 8
 
 #endif

@@ -47,6 +47,7 @@ PYTHON_FILE = PROGRAM_DIR / "python.bpf.c"  # appended after the walker (see its
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
+CONTROL_GIL_ONLY = 7
 EPOCH_MASK = (1 << 30) - 1
 
 
@@ -60,6 +61,7 @@ class CpuSampler:
         probe: ProbeSpec | None = None,
         system_wide: bool = False,
         follow_children: bool = False,
+        gil_only: bool = False,
         counts_size: int = 65536,
         stack_storage_size: int = 32768,
         wstack_storage_size: int = 16384,
@@ -70,7 +72,8 @@ class CpuSampler:
     ) -> None:
         """``probe``: what to attach first (default: profile:hz:``sample_hz``);
         ``system_wide``: every process is a target (-a); ``follow_children``:
-        a target's forked children become targets (--children)."""
+        a target's forked children become targets (--children); ``gil_only``:
+        no samples of CPython threads that do not hold the GIL (--gil)."""
         if unwind not in MODES:
             raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
         self.unwind = unwind
@@ -79,6 +82,7 @@ class CpuSampler:
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
         self.follow_children = follow_children
+        self.gil_only = gil_only
         self.defines = {
             "COUNTS_SIZE": counts_size,
             "STACK_STORAGE_SIZE": stack_storage_size,
@@ -187,6 +191,7 @@ class CpuSampler:
         control = self._bpf[b"control"]
         control[ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(int(self.system_wide))
         control[ct.c_int(CONTROL_FOLLOW_CHILDREN)] = ct.c_uint32(int(self.follow_children))
+        control[ct.c_int(CONTROL_GIL_ONLY)] = ct.c_uint32(int(self.gil_only))
 
     def set_targets(self, pids: Iterable[int]) -> None:
         self._pids = tuple(pids)

@@ -41,7 +41,11 @@
 #define PY_COUNT_TRUNCATED 1  /* ... of which cut at PY_MAX_FRAMES */
 #define PY_COUNT_NO_TSTATE 2  /* a Python process's thread without a thread state */
 #define PY_COUNT_READ_ERROR 3 /* a frame could not be read: the walk stopped there */
-#define PY_COUNT_SLOTS 4
+#define PY_COUNT_NO_GIL 4     /* --gil: samples not taken, the thread did not hold the GIL */
+#define PY_COUNT_SLOTS 5
+/* _PyRuntime.gilstate.tstate_current (the GIL holder's thread state, or 0) is
+ * 16 bytes before autoTSSkey in 3.11 (+576 and +592: DESIGN-checked offsets). */
+#define PY_GIL_HOLDER_FROM_TSS_KEY 16
 
 /* One Python process, as bpf/python_walk.py writes it. */
 struct python_proc {
@@ -182,8 +186,8 @@ static __always_inline int python_walk_in(void *ctx, u32 ctx_kind) {
 int python_walk(struct bpf_perf_event_data *ctx) { return python_walk_in(ctx, CTX_PERF); }
 int python_walk_kp(struct pt_regs *ctx) { return python_walk_in(ctx, CTX_KPROBE); }
 
-/* The sampled thread's innermost Python frame, or 0. */
-static __always_inline u64 python_current_frame(struct python_proc *proc) {
+/* The sampled thread's innermost Python frame, or 0; its thread state in *tstate_out. */
+static __always_inline u64 python_current_frame(struct python_proc *proc, u64 *tstate_out) {
     s32 tss[2] = {}; /* Py_tss_t: {int initialized; int key} */
     if (bpf_probe_read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] ||
         tss[1] < 0 || tss[1] >= 32)
@@ -194,6 +198,7 @@ static __always_inline u64 python_current_frame(struct python_proc *proc) {
     u64 slot = fsbase + PY_TSS_BASE + 16 * (u64)tss[1] + 8;
     if (python_read(&tstate, slot) || !tstate)
         return 0;
+    *tstate_out = tstate;
     if (python_read(&cframe, tstate + PY_TSTATE_CFRAME) || !cframe)
         return 0;
     if (python_read(&frame, cframe + PY_CFRAME_FRAME))
@@ -211,22 +216,31 @@ static __always_inline void python_fork(u32 parent, u32 child) {
         python_procs.update(&child, proc);
 }
 
-/* The hook: returns (and the caller goes on without Python frames) unless
- * the thread is in Python code; otherwise tail-calls python_walk. */
-static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
-                                              u32 active, u32 at_entry) {
+/* The hook: returns 0 (and the caller goes on without Python frames) unless
+ * the thread is in Python code; otherwise tail-calls python_walk. Returns 1
+ * when the sample is not to be taken: --gil, and the thread of a Python
+ * process does not hold the GIL (py-spy's --gil). */
+static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
+                                             u32 active, u32 at_entry) {
     u32 tgid = key->tgid, zero = 0;
     struct python_proc *proc = python_procs.lookup(&tgid);
     if (!proc)
-        return;
-    u64 frame = python_current_frame(proc);
+        return 0;
+    u64 tstate = 0, holder = 0;
+    u64 frame = python_current_frame(proc, &tstate);
+    if (control_get(CONTROL_GIL_ONLY) &&
+        (!tstate || python_read(&holder, proc->tss_key_addr - PY_GIL_HOLDER_FROM_TSS_KEY) ||
+         holder != tstate)) {
+        python_count(PY_COUNT_NO_GIL);
+        return 1;
+    }
     if (!frame) {
         python_count(PY_COUNT_NO_TSTATE);
-        return;
+        return 0;
     }
     struct python_state *st = python_scratch.lookup(&zero);
     if (!st)
-        return;
+        return 0;
     st->key = *key;
     st->active = active;
     st->at_entry = at_entry;
@@ -235,4 +249,5 @@ static __always_inline void python_user_stack(void *ctx, u32 ctx_kind, struct sa
     st->stack.truncated = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
     python_next(ctx, ctx_kind); /* fails (no frames then) until user space loads the copy */
+    return 0;
 }

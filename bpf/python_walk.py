@@ -26,7 +26,7 @@ from bpftop.bpf.raw import RawPyFrame
 
 PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
-COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors")  # PY_COUNT_* order
+COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors", "no_gil")  # PY_COUNT_* order
 _HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
 _FRAME = struct.Struct("<QiI")  # struct pyframe: code, instr, entry
 
@@ -49,12 +49,14 @@ class PythonStack:
 @dataclass(frozen=True, slots=True)
 class PythonCounts:
     """Samples since load: with Python frames, cut at MAX_FRAMES, of a
-    described process's thread without a frame, walks stopped by a failed read."""
+    described process's thread without a frame, walks stopped by a failed read,
+    not taken (--gil) because the thread did not hold the GIL."""
 
     walked: int = 0
     truncated: int = 0
     no_frame: int = 0
     read_errors: int = 0
+    no_gil: int = 0
 
 
 class PythonWalker:

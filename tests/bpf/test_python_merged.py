@@ -207,3 +207,21 @@ def test_uprobe_hits_under_python_code_carry_the_python_chain(tmp_path: Path) ->
     share_a, whole, _ = _split_shares(stacks)
     assert abs(share_a - 70) <= 5 and whole >= 0.9, (share_a, whole)
     assert all(s[-1] == "clock_gettime" for s in stacks), "the probed function is the leaf"
+
+
+def test_gil_keeps_only_the_samples_of_threads_holding_the_gil(tmp_path: Path) -> None:
+    """Two threads on CPU: ``spin_left`` runs Python code (it holds the GIL),
+    ``hash_right`` hashes 1 MiB blocks, which hashlib does without the GIL.
+    Both are sampled; with ``--gil`` only ``spin_left`` is, as py-spy's --gil."""
+    shares = {}
+    for flag in ("", "--gil"):
+        out = tmp_path / f"gil{flag}.folded"
+        result = _record(*filter(None, [flag]), "-F", "199", "-d", "3", "-o", str(out), "--",
+                         PYTHON, str(WORKLOAD), "gil", "6", timeout=180)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        stacks = parse_folded(out)
+        left = sum(c for s, c in stacks.items() if any(f.startswith("spin_left (") for f in s))
+        right = sum(c for s, c in stacks.items() if any(f.startswith("hash_right (") for f in s))
+        assert left > 50, (flag, left, right)
+        shares[flag] = right / (left + right)
+    assert shares[""] >= 0.2 and shares["--gil"] <= 0.05, shares

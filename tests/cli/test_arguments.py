@@ -132,3 +132,11 @@ def test_record_refuses_a_kernel_thread(
     out = tmp_path / "x.folded"
     one_line(capsys, 2, ["record", "-p", "2", "-o", str(out), "-d", "1"], "kernel thread")
     assert not out.exists()
+
+
+def test_gil_implies_no_early_samples() -> None:
+    """perf_event samples cannot tell which thread holds the GIL: --gil waits for BPF."""
+    live, recorder = cli_args.build_parsers()
+    for parser, more in ((live, []), (recorder, ["-o", "out.folded"])):
+        assert cli_args.settle(parser.parse_args(["-p", "1", "--gil", *more])).no_early
+        assert not cli_args.settle(parser.parse_args(["-p", "1", *more])).no_early

@@ -3,6 +3,9 @@
 ``py_split.py split SECONDS``: main -> run -> hot_a (70% of CPU time) / hot_b (30%).
 ``py_split.py threads SECONDS``: two threads, each spinning in its own function
 (``spin_left`` / ``spin_right``); prints each thread's native id.
+``py_split.py gil SECONDS``: two threads, ``spin_left`` in Python code (holding
+the GIL) and ``hash_right`` hashing 1 MiB blocks (hashlib lets go of the GIL
+while it hashes); prints each thread's native id.
 ``py_split.py deep SECONDS DEPTH``: ``recurse`` DEPTH frames deep, then spins.
 ``py_split.py children SECONDS``: two ``multiprocessing`` children (forked) spin
 in ``spin_right`` for SECONDS, then sleep SECONDS + 2 s (alive, so their code
@@ -13,12 +16,14 @@ Time is thread CPU time, so the split holds on a loaded machine. The first
 line printed maps each function's name to its code object's address.
 """
 
+import hashlib
 import json
 import multiprocessing
 import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 SLICE_S = 0.01
 
@@ -61,8 +66,15 @@ def spin_right(seconds: float) -> None:
         burn(SLICE_S)
 
 
-def threads(seconds: float) -> None:
-    workers = [threading.Thread(target=f, args=(seconds,)) for f in (spin_left, spin_right)]
+def hash_right(seconds: float) -> None:
+    block = bytes(1 << 20)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        hashlib.sha256(block).digest()
+
+
+def threads(seconds: float, right: Callable[[float], None] = spin_right) -> None:
+    workers = [threading.Thread(target=f, args=(seconds,)) for f in (spin_left, right)]
     for worker in workers:
         worker.start()
     time.sleep(0.2)
@@ -101,6 +113,8 @@ def main() -> None:
         run(seconds)
     elif mode == "threads":
         threads(seconds)
+    elif mode == "gil":
+        threads(seconds, hash_right)
     elif mode == "children":
         children(seconds)
     elif mode == "deep":

@@ -94,6 +94,8 @@ def settle(args: argparse.Namespace) -> argparse.Namespace:
         )
     if args.frequency is None:
         args.frequency = DEFAULT_HZ if rate is None else rate
+    if getattr(args, "gil", False):
+        args.no_early = True  # perf_event samples cannot tell who holds the GIL
     return args
 
 
@@ -151,6 +153,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--no-python",
         action="store_true",
         help="native frames only for CPython processes (no Python functions merged in)",
+    )
+    p.add_argument(
+        "--gil",
+        action="store_true",
+        help="CPython processes: only samples of threads holding the GIL (py-spy's --gil); "
+        "implies --no-early",
     )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
     p.add_argument(

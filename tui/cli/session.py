@@ -39,6 +39,7 @@ def check(args: argparse.Namespace) -> CpuSampler | None:
         probe=spec,
         system_wide=args.all,
         follow_children=args.children,
+        gil_only=getattr(args, "gil", False),
         source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
         unwind=args.unwind,
     )
