@@ -348,13 +348,6 @@ class LiveNode(CallNode):
             kids = self._kids = self._tree.children_of(self._index)
         return kids
 
-    def passing_children(self) -> tuple[CallNode, ...]:
-        """The children, not kept in this node when not made yet: a walk over
-        every node (writing a file) then holds only the nodes still to visit,
-        not the whole tree (1.4 M nodes at 40,000 deep stacks)."""
-        kids = self._kids
-        return kids if kids is not None else self._tree.children_of(self._index)
-
     @property
     def has_children(self) -> bool:
         if self._kids is not None:
