@@ -27,7 +27,7 @@ from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
-from bpftop.bpf.python_walk import PythonWalker
+from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
@@ -356,6 +356,10 @@ class CpuSampler:
     def unwind_state(self) -> UnwindState | None:
         """The .eh_frame walker's tables and what it could not take (None: no walker)."""
         return self.unwinder.state() if self.unwinder is not None else None
+
+    def python_counts(self) -> PythonCounts | None:
+        """What the Python walker did since load (None: no Python walker)."""
+        return self.python.counts() if self.python is not None else None
 
     def prog_stats(self) -> ProgStats:
         """Cumulative run time and runs of all our programs (needs run stats on)."""

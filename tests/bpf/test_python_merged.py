@@ -110,6 +110,7 @@ def test_live_collector_shows_each_threads_python_function(tmp_path: Path) -> No
                 60,
             )
             assert {left, right} <= {t.tid for t in both.threads}
+            assert both.python is not None and both.python.walked > 0, "Diagnostics' counts"
             watched.collector.select_thread(left)
             one = watched.wait(lambda s: s.time_mode.endswith(f"thread {left}"), 10)
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.model.snapshot import PythonCounts
 from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.threads import ThreadsView
 from tests.tui.demo_fixture import demo_snapshot
@@ -88,6 +89,28 @@ async def test_diagnostics_says_trustworthy_when_nothing_lost() -> None:
         await pilot.press("5")
         assert "can be trusted" in diag_text(app)
         assert "(not loaded yet)" in diag_text(app)
+
+
+async def test_diagnostics_shows_the_python_walker_when_python_ran() -> None:
+    """A walk cut at 128 frames or stopped by a read is in the verdict; what --gil
+    skipped is only listed (the user asked for it)."""
+    counts = PythonCounts(walked=900, truncated=12, no_frame=30, read_errors=3, no_gil=70)
+    snap = snapshot_of(BASE)
+    app = BpftopApp(FakeSource([replace(snap, python=counts)]), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("5")
+        text = diag_text(app)
+        verdict = " ".join(text.split("Collection")[0].split())
+        assert "12 Python stacks cut at 128 frames" in verdict
+        assert "3 Python walks stopped at an unreadable frame" in verdict
+        assert "GIL" not in verdict and "not taken: the thread did not hold the GIL" in text
+        assert "with Python frames" in text and "900" in text
+    app = BpftopApp(FakeSource([replace(snap, python=PythonCounts())]), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("5")
+        assert "Python frames" not in diag_text(app), "no Python process: no table"
 
 
 async def test_L_toggles_file_line_in_tree_and_top() -> None:

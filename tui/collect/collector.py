@@ -383,6 +383,7 @@ class Collector:
             events_tree=self._probes.events_tree() if final else None,
             probe_message=self._probe_message,
             unwind=self._sampler.unwind_state() if live else None,
+            python=self._sampler.python_counts() if live else None,
         )
         self.last = snap
         self._on_snapshot(snap)

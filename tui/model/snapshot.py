@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from bpftop.bpf.python_walk import PythonCounts
 from bpftop.bpf.raw import MapUsage
 from bpftop.bpf.unwinder import UnwindState
 
@@ -18,6 +19,7 @@ __all__ = [
     "Overhead",
     "Phase",
     "ProcessInfo",
+    "PythonCounts",
     "Snapshot",
     "ThreadShare",
     "UnknownShare",
@@ -266,3 +268,4 @@ class Snapshot:
     events_tree: CallNode | None = None
     probe_message: str = ""  # the last probe switch: done, or why it was rejected
     unwind: UnwindState | None = None  # the .eh_frame walker's tables (None: no walker)
+    python: PythonCounts | None = None  # what the Python frame walker did (None: none)

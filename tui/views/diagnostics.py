@@ -3,13 +3,15 @@
 Shows, from one snapshot: lost / dropped / failed-stack counters, why frames
 are unknown (share of samples, with a hint), every BPF map of ours (type,
 entries used vs. max, key/value sizes), the .eh_frame walker's state (tables
-loaded, rows used, and what it could not take), what profiling costs, and
+loaded, rows used, and what it could not take), what the Python frame walker
+did (when a Python process was sampled), what profiling costs, and
 bpftop's own internal errors with the log that holds their tracebacks. The
 verdict line weighs all of them.
 """
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -20,7 +22,8 @@ from textual.geometry import Size
 from textual.strip import Strip
 
 from bpftop.bpf.crash_log import log_path, logged_errors
-from bpftop.tui.model.snapshot import MapUsage, Snapshot, UnwindState
+from bpftop.bpf.python_walk import MAX_FRAMES as PY_MAX_FRAMES
+from bpftop.tui.model.snapshot import MapUsage, PythonCounts, Snapshot, UnwindState
 from bpftop.tui.widgets.lines_view import CachedLinesView
 
 FULL_MAP = 0.9  # a map this full may start dropping entries
@@ -45,6 +48,11 @@ def verdict(snapshot: Snapshot) -> Text:
     if full:
         problems.append("nearly full: " + ", ".join(full))
     problems += unwind_problems(snapshot.unwind)
+    python = snapshot.python
+    if python is not None and python.truncated:
+        problems.append(f"{python.truncated:,} Python stacks cut at {PY_MAX_FRAMES} frames")
+    if python is not None and python.read_errors:
+        problems.append(f"{python.read_errors:,} Python walks stopped at an unreadable frame")
     if stats.no_user_registers:
         problems.append(
             f"{stats.no_user_registers:,} user stacks by frame pointers: the probe's context "
@@ -96,6 +104,21 @@ def unwind_table(unwind: UnwindState | None) -> Table:
     for reason, samples in unwind.fp_fallbacks:
         table.add_row(f"samples by frame pointers: {reason}", f"{samples:,}")
     return table
+
+
+def python_table(python: PythonCounts | None) -> tuple[RenderableType, ...]:
+    """The Python frame walker's counts since load; nothing when no Python ran."""
+    if python is None or not any(astuple(python)):
+        return ()
+    table = Table(title="Python frames (CPython walker)", title_justify="left", box=None)
+    table.add_column("samples")
+    table.add_column("value", justify="right")
+    table.add_row("with Python frames", f"{python.walked:,}")
+    table.add_row(f"cut at {PY_MAX_FRAMES} frames (root end)", _bad(python.truncated))
+    table.add_row("walks stopped at an unreadable frame", _bad(python.read_errors))
+    table.add_row("threads of a Python process with no Python frame", f"{python.no_frame:,}")
+    table.add_row("not taken: the thread did not hold the GIL (--gil)", f"{python.no_gil:,}")
+    return Text(""), table
 
 
 def counters_table(snapshot: Snapshot) -> Table:
@@ -169,6 +192,7 @@ def diagnostics(snapshot: Snapshot | None) -> RenderableType:
         maps_table(snapshot.maps),
         Text(""),
         unwind_table(snapshot.unwind),
+        *python_table(snapshot.python),
         Text(""),
         overhead_text(snapshot),
         *errors_text(),
