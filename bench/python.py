@@ -9,7 +9,7 @@ once not; BPF run-time stats (kernel.bpf_stats_enabled=1, run_time_ns /
 run_cnt summed over our programs, tail calls included) divided by the
 samples counted. The difference is the Python walk.
 
-Overhead at 99 Hz: the workload's ``count`` mode alone, under ``bpftop
+Overhead at 99 and 999 Hz (--hz): the workload's ``count`` mode alone, under ``bpftop
 record`` and under ``py-spy record``, then alone again (in turn, same run),
 each counting for the same wall time once the profiler has run SETTLE_S:
 the workload's loop turns per wall second and per CPU second
@@ -84,7 +84,7 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def overhead(tool: str, seconds: float, out_dir: str) -> dict[str, float]:
+def overhead(tool: str, seconds: float, out_dir: str, hz: int) -> dict[str, float]:
     """The workload's rates under ``tool`` ("none", "bpftop", "py-spy") and the
     tool's CPU seconds while the workload counted (after SETTLE_S to start)."""
     proc = subprocess.Popen(
@@ -95,8 +95,8 @@ def overhead(tool: str, seconds: float, out_dir: str) -> dict[str, float]:
     proc.stdout.readline()
     pid = str(proc.pid)
     commands = {
-        "bpftop": [str(BPFTOP), "record", "-p", pid, "-F", "99", "-o", f"{out_dir}/b.folded"],
-        "py-spy": [PY_SPY, "record", "-p", pid, "-r", "99", "-f", "raw", "-o", f"{out_dir}/p"],
+        "bpftop": [str(BPFTOP), "record", "-p", pid, "-F", str(hz), "-o", f"{out_dir}/b.folded"],
+        "py-spy": [PY_SPY, "record", "-p", pid, "-r", str(hz), "-f", "raw", "-o", f"{out_dir}/p"],
     }
     profiler = None
     if tool in commands:
@@ -124,9 +124,9 @@ def kernel_costs(seconds: float) -> None:
                 print(f"{frames} Python frames, {what}: {cost}", flush=True)
 
 
-def overheads(seconds: float) -> None:
+def overheads(seconds: float, hz: int) -> None:
     with tempfile.TemporaryDirectory() as out_dir:
-        runs = [(tool, overhead(tool, seconds, out_dir)) for tool in TOOLS]
+        runs = [(tool, overhead(tool, seconds, out_dir, hz)) for tool in TOOLS]
     alone = {
         key: sum(r[key] for t, r in runs if t == "none") / TOOLS.count("none")
         for key in ("per_wall_s", "per_cpu_s")
@@ -135,7 +135,7 @@ def overheads(seconds: float) -> None:
         wall = run["per_wall_s"] / alone["per_wall_s"]
         cpu = run["per_cpu_s"] / alone["per_cpu_s"]
         print(
-            f"{tool}: workload at {wall:.3f} of its speed alone per wall second, {cpu:.3f} per CPU"
+            f"{hz} Hz, {tool}: workload at {wall:.3f} of its speed alone per wall second, {cpu:.3f} per CPU"
             f" second; profiler's own CPU {run['tool_cpu_s']:.2f} s in that time",
             flush=True,
         )
@@ -145,10 +145,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per kernel-cost case")
     parser.add_argument("--overhead-only", action="store_true")
+    parser.add_argument("--hz", type=int, nargs="+", default=[99, 999], help="overhead rates")
     args = parser.parse_args()
     if not args.overhead_only:
         kernel_costs(args.seconds)
-    overheads(args.seconds * 4)
+    for hz in args.hz:
+        overheads(args.seconds * 4, hz)
 
 
 if __name__ == "__main__":
