@@ -135,8 +135,8 @@ def overheads(seconds: float, hz: int) -> None:
         wall = run["per_wall_s"] / alone["per_wall_s"]
         cpu = run["per_cpu_s"] / alone["per_cpu_s"]
         print(
-            f"{hz} Hz, {tool}: workload at {wall:.3f} of its speed alone per wall second, {cpu:.3f} per CPU"
-            f" second; profiler's own CPU {run['tool_cpu_s']:.2f} s in that time",
+            f"{hz} Hz, {tool}: workload at {wall:.3f} of its speed alone per wall second, "
+            f"{cpu:.3f} per CPU second; profiler's own CPU {run['tool_cpu_s']:.2f} s in that time",
             flush=True,
         )
 
