@@ -17,14 +17,14 @@ from bpftop.bpf.unwinder import UnwindState
 
 _MAP_KINDS = {
     1: "hash", 2: "array", 3: "prog_array", 4: "perf_event_array", 6: "percpu_array",
-    7: "stack_trace",
+    7: "stack_trace", 27: "ringbuf",
 }  # fmt: skip
 ALL_MAPS = (
     "targets", "control", "counts0", "counts1", "stacks0", "stacks1", "drops", "events",
     "wcounts0", "wcounts1", "wstacks", "wstacks_1", "calls", "blocked",
     "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
     "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
-    "unwind_progs_tp",
+    "unwind_progs_tp", "unwind_execs",
     "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "python_progs",
     "python_progs_kp",
 )  # fmt: skip

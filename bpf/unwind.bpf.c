@@ -144,6 +144,11 @@ BPF_F_TABLE("hash", u32, struct ustack, uwstacks1, WSTACK_STORAGE_SIZE, BPF_F_NO
 BPF_PROG_ARRAY(unwind_progs, 1);
 BPF_PROG_ARRAY(unwind_progs_kp, 1);
 BPF_PROG_ARRAY(unwind_progs_tp, 1);
+/* The tgid of each process that exec'd while it had an entry: wakes the feed
+ * at once (bpf/unwinder.py, Unwinder.wait_execs), so the new image's samples
+ * use frame pointers for ~1 ms, not until a poll notices the exec. Full (a
+ * burst of 256 execs not read yet): that exec is noticed by the poll. */
+BPF_RINGBUF_OUTPUT(unwind_execs, 1);
 
 /* Keeps clang from dropping a bound the verifier needs (it may drop an
  * `i & 127` bound on an index; an empty asm barrier on the index keeps it). */
@@ -470,9 +475,10 @@ static __always_inline void unwind_fork(u32 parent, u32 child) {
 }
 
 /* A process exec'd: its mappings are of the old image, wrong for the new one;
- * frame pointers until user space describes the new image. */
+ * frame pointers until user space, woken here, describes the new image. */
 static __always_inline void unwind_exec(u32 tgid) {
-    unwind_procs.delete(&tgid);
+    if (unwind_procs.delete(&tgid) == 0)
+        unwind_execs.ringbuf_output(&tgid, sizeof(tgid), 0);
 }
 
 /* The hooks (declared in bpftop.bpf.c): they return only when the walker

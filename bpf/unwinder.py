@@ -128,6 +128,10 @@ class Unwinder:
         self._dropped: dict[int, int] = {}  # tgid -> mappings past MAX_MAPPINGS
         self._described: set[int] = set()  # tgids set_process wrote
         self.feed_state = FeedState()  # replaced whole by the feed
+        self._bpf = bpf
+        self._poll_lock = threading.Lock()  # held while the exec ring buffer is polled
+        self._execs: list[int] = []
+        bpf[b"unwind_execs"].open_ring_buffer(self._on_exec)
         walker = bpf.load_func(b"unwind_walk", program_type)
         bpf[b"unwind_progs"][ct.c_int(0)] = ct.c_int(walker.fd)
         bpf[b"unwind_mode"][ct.c_int(0)] = ct.c_uint32(MODES[mode])
@@ -229,10 +233,28 @@ class Unwinder:
                 fp_fallbacks=self.feed_state.fp_fallbacks,
             )  # fmt: skip
 
+    def wait_execs(self, timeout_s: float) -> tuple[int, ...] | None:
+        """Wait up to ``timeout_s`` for processes that exec'd while described
+        (the kernel dropped their entries): their tgids, () when none did,
+        None once closed. One thread at a time polls."""
+        with self._poll_lock:
+            if self._closed:
+                return None
+            self._bpf.ring_buffer_poll(max(0, int(timeout_s * 1000)))
+            found, self._execs = tuple(self._execs), []
+        return found
+
+    def _on_exec(self, _ctx: Any, data: Any, _size: int) -> int:
+        self._execs.append(ct.cast(data, ct.POINTER(ct.c_uint32)).contents.value)
+        return 0
+
     def close(self) -> None:
-        """From now on, write nothing (the program's maps are about to go)."""
+        """From now on, write nothing (the program's maps are about to go); a
+        poll of :meth:`wait_execs` in progress ends first."""
         with self._lock:
             self._closed = True
+        with self._poll_lock:
+            pass
 
     def take_stacks(self, generation: int) -> dict[int, Addresses]:
         """Every walked stack of an inactive generation, removed from the store."""

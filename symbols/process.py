@@ -342,6 +342,8 @@ class ProcessSymbolizer:
             return None
         if read_start_time(self.pid, self._proc_root) != self.start_time:
             return None
+        if not text:  # exiting (past its mm) or a zombie: gone, not a process without code
+            return None
         return ProcessMaps.from_text(text)
 
     def _remember_file_ids(self) -> None:

@@ -82,17 +82,37 @@ def test_launched_command_reaches_main_from_its_first_sample(
     assert share >= 0.99
 
 
+CHAIN_CODE = frozenset({"main", "run", "a", "b", "c"})  # chain.c's own functions
+
+
+def _leaf(stack: tuple[str, ...]) -> str:
+    """The innermost user function of a folded stack (inlined frames skipped)."""
+    user = [f for f in _user(stack) if not f.endswith("_[i]")]
+    return user[-1] if user else ""
+
+
 def test_exec_into_a_new_binary_reaches_main(workloads: Path, tmp_path: Path) -> None:
-    """A target that execs a binary without frame pointers: the feed notices the
-    new executable within 50 ms (the kernel dropped the stale entry at the exec),
-    so only the samples of those first milliseconds use frame pointers."""
+    """A target that execs a binary without frame pointers: the kernel drops its
+    stale entry at the exec and wakes the feed's exec thread, which describes
+    the new image (measured: 1-7 ms later on a loaded 2-core VM, at worst
+    ~80-150 ms when bpftop's threads got no CPU; the 50 ms check for a new
+    executable used before left 11-27 samples of ~3,000 a run without main).
+    Measured as the issue means it: of the samples taken in the new binary's
+    own code (main and what it calls: the sampled pc, never unwound, is
+    there), >= 99% reach main. Left out, 1-4 a run: the exec in the kernel
+    (labelled with the new name), the dynamic loader before main and exit
+    after it, which are not under main (perf --call-graph dwarf neither)."""
     out = tmp_path / "exec.folded"
-    script = f"sleep 0.3; exec {workloads / 'chain_nofp'} 4"
+    script = f"sleep 0.3; exec {workloads / 'chain_nofp'} 6"
     record(out, "-F", "997", "--no-early", "--", "sh", "-c", script)
-    share, total = _from_main(parse_folded(out), "chain_nofp")
-    print(f"after exec: {share:.2%} of {total} samples reach main")
+    stacks = parse_folded(out)
+    mine = Counter({s: n for s, n in stacks.items() if s[0] == "chain_nofp"})
+    own = Counter({s: n for s, n in mine.items() if _leaf(s) in CHAIN_CODE})
+    share, total = _from_main(own, "chain_nofp")
+    print(f"after exec: {share:.2%} of {total} samples in chain_nofp's code reach main")
     assert total > 500
-    assert share >= 0.9  # 96-99% measured on a loaded 2-core VM; 83% with the 1 s poll alone
+    assert total >= 0.97 * sum(mine.values()), mine.most_common(5)
+    assert share >= 0.99, [(s, n) for s, n in own.items() if "main" not in _user(s)]
 
 
 def test_system_wide_sampled_process_reaches_main(workloads: Path, tmp_path: Path) -> None:

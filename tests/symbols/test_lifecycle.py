@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,15 @@ def test_a_child_gone_unseen_is_named_from_its_parents_maps(built, run) -> None:
         assert (frame.function, frame.offset, frame.module) == ("fix_gamma", 3, str(built.pie))
     unadopted = sym.user_frames(stranger, [addr])[-1]
     assert unadopted.function is None and unadopted.reason is Unresolved.PROCESS_GONE
+
+    zombie = subprocess.Popen(["true"])  # exited, not reaped: its maps read empty
+    while Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        time.sleep(0.01)
+    sym.user_frames(zombie.pid, [addr])  # seen before its fork event, as above
+    sym.adopt(zombie.pid, prog.pid)
+    frame = sym.user_frames(zombie.pid, [addr])[-1]
+    zombie.wait()
+    assert frame.function == "fix_gamma", "empty maps: gone, named from the parent's"
 
     alive = run(built.pie)  # a live "child" reads its own maps: adoption changes nothing
     sym.adopt(alive.pid, prog.pid)

@@ -1,11 +1,10 @@
 """Feeds the in-kernel unwinder: every process bpftop samples gets its tables.
 
-Owns :class:`UnwindFeed`: two worker threads for all processes. One reads each
+Owns :class:`UnwindFeed`: three worker threads for all processes. One reads each
 process's executable mappings (:func:`~bpftop.symbols.code_ranges.code_ranges`)
 and describes it with the tables already built or on disk (milliseconds);
-the other builds the missing ones (seconds each, cold), most-sampled
-process first, through a shared
-:class:`~bpftop.symbols.process_tables.ProcessTables` (per file, once: a
+another builds the missing ones (seconds each, cold), most-sampled process
+first, through a shared :class:`~bpftop.symbols.process_tables.ProcessTables` (per file, once: a
 library mapped by many processes, or two processes of one binary, cost one
 build; the early sampler's user-space walk uses the same tables). It starts
 before the BPF program is compiled, so the slow builds overlap the compile;
@@ -19,8 +18,9 @@ the collector learns from fork events (``--children``; the kernel gives a child
 its parent's entry at the fork, bpf/unwind.bpf.c), and any other process that
 gets samples (``-a``), most-sampled first, at most ``max_processes`` at a time
 (the walker's process map and rows are bounded; the rest keep frame pointers
-and are counted). An exec (the kernel drops the stale entry) or a fork wakes
-the thread at once; otherwise the maps are re-read every ``poll_s``, so a
+and are counted). An exec is described at once (the kernel drops the stale
+entry and says so in a ring buffer a third thread waits on), and a fork
+wakes the thread; otherwise the maps are re-read every ``poll_s``, so a
 dlopen is noticed (a process whose maps stay the same costs one read a poll).
 BPF samples of a process without an entry are counted by reason
 (:class:`~bpftop.bpf.unwinder.FeedState`, shown in Diagnostics). The tick
@@ -41,6 +41,7 @@ from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
 from bpftop.symbols.code_ranges import CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.tui.collect.busy import busy_processes
 from bpftop.tui.collect.niceness import Yielding
 from bpftop.tui.collect.targets import is_process, is_stopped
 
@@ -51,6 +52,7 @@ POLL_S = 1.0
 MAX_PROCESSES = 256  # processes fed at once (the walker's map holds 1,024)
 HELD_WAIT_S = 5.0  # a command held at its exec waits this long for its tables at most
 EXEC_CHECK_S = 0.05  # a few followed processes: how often their executable is checked
+EXEC_WAIT_S = 0.1  # the exec thread's longest wait for the walker's exec events
 MAX_EXEC_CHECKED = 32  # past this many (-a), an exec is noticed at the next poll
 BUSY_WINDOW_S = 0.3  # -a: CPU time is compared over this long to find busy processes
 MAX_IGNORED = 65536  # gone or code-less pids remembered (not looked at again)
@@ -84,6 +86,7 @@ class UnwindFeed:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()  # guards the sets and dicts below
+        self._visiting = threading.Lock()  # one visit at a time (the feed's or the exec thread's)
         self._unwinder: Unwinder | None = None
         self._wanted: dict[int, int] = {}  # pid -> samples seen while not fed (priority)
         self._maps: dict[int, str | None] = {}  # pid -> maps text its entry describes
@@ -104,6 +107,8 @@ class UnwindFeed:
         self._build_wake = threading.Event()
         self._builder = threading.Thread(target=self._build, name="bpftop-unwinds", daemon=True)
         self._yielding = Yielding()  # the builder's priority
+        watch = self._watch_execs
+        self._exec_watch = threading.Thread(target=watch, name="bpftop-execs", daemon=True)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -123,6 +128,8 @@ class UnwindFeed:
         for pid, ranges in list(self._ranges.items()):
             self._push(pid, ranges)
         self._wake.set()
+        if self._exec_watch.ident is None:
+            self._exec_watch.start()
 
     def add(self, pid: int, samples: int = 0) -> bool:
         """Feed ``pid`` too (False: over the limit, or known to have no code)."""
@@ -208,7 +215,7 @@ class UnwindFeed:
         self._stop.set()
         self._wake.set()
         self._build_wake.set()
-        for thread in (self._thread, self._builder):
+        for thread in (self._thread, self._builder, self._exec_watch):
             if thread.is_alive() and thread is not threading.current_thread():
                 thread.join(timeout_s)
 
@@ -225,7 +232,7 @@ class UnwindFeed:
             # Describe every process with the tables there are (cheap: built, or
             # on disk); the builder thread builds the missing files in this
             # order and wakes us after each, so a long build holds no one up.
-            missing = [pid for pid in queue if self._visit(pid)]
+            missing = [pid for pid in queue if self._visit_one(pid)]
             files: dict[str, CodeRange] = {}
             for pid in missing:
                 for code in self._ranges.get(pid, ()):
@@ -252,9 +259,30 @@ class UnwindFeed:
                     self.tables.load(code)
                     self._wake.set()  # describe the processes with it
 
+    def _watch_execs(self) -> None:
+        """The exec thread: a described process that exec'd (bpf/unwind.bpf.c,
+        unwind_exec) is described anew here, at once (handing the visit to the
+        feed thread cost up to ~17 ms more on a loaded 2-core VM)."""
+        while not self._stop.is_set() and self._unwinder is not None:
+            execs = self._unwinder.wait_execs(EXEC_WAIT_S)
+            if execs is None:
+                return
+            for tgid in execs:
+                self._forget_image(tgid)
+                if self.add(tgid):
+                    self._visit_one(tgid)
+            if execs:
+                self.ready.clear()
+                self._wake.set()
+
+    def _visit_one(self, pid: int) -> bool:
+        with self._visiting:  # (the feed thread builds what is missing)
+            return self._visit(pid)
+
     def _sleep(self) -> None:
         """Wait ``poll_s`` or until woken; with a few processes, notice an exec
-        (a new executable) within ``EXEC_CHECK_S``, before the tick reports it."""
+        the walker did not report (a process not described yet, a full ring
+        buffer) within ``EXEC_CHECK_S``, before the tick reports it."""
         deadline = time.monotonic() + self._poll_s
         while not self._wake.wait(min(EXEC_CHECK_S, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
@@ -335,32 +363,6 @@ def _exe(pid: int) -> str:
         return os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return ""
-
-
-def busy_processes(window_s: float, stop: threading.Event) -> list[tuple[int, int]]:
-    """(pid, CPU ticks) of the processes that used CPU time in the next
-    ``window_s``, most first (an empty list when ``stop`` is set meanwhile)."""
-    before = _cpu_ticks()
-    if stop.wait(window_s):
-        return []
-    after = _cpu_ticks()
-    used = ((pid, ticks - before.get(pid, 0)) for pid, ticks in after.items())
-    return sorted((u for u in used if u[1] > 0), key=lambda u: -u[1])
-
-
-def _cpu_ticks() -> dict[int, int]:
-    """utime + stime of every process (fields 14 and 15 of /proc/PID/stat)."""
-    found: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as stream:
-                fields = stream.read().rpartition(")")[2].split()
-            found[int(name)] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
 
 
 def prefetch_unwind_tables(
