@@ -78,6 +78,7 @@ struct python_state {
     u32 active;
     u32 pad;
     u64 frame; /* the next _PyInterpreterFrame to read */
+    u64 last_code, last_ident; /* the previous frame's: a recursion reads it once */
     struct pystack stack;
 };
 
@@ -174,7 +175,11 @@ static __always_inline int python_step(struct python_state *st) {
     out->code = code;
     out->instr = (s32)(offset >> 1);
     out->entry = entry ? 1 : 0;
-    out->ident = python_ident(code);
+    if (code != st->last_code) {
+        st->last_code = code;
+        st->last_ident = python_ident(code);
+    }
+    out->ident = st->last_ident;
     st->stack.len = len + 1;
     st->stack.hash = (st->stack.hash ^ code ^ out->ident) * 0x100000001b3ULL;
     st->stack.hash = (st->stack.hash ^ (u32)out->instr ^ ((u64)out->entry << 32)) * 0x100000001b3ULL;
@@ -236,6 +241,8 @@ static __always_inline void python_user_stack(struct bpf_perf_event_data *ctx, s
     st->key = *key;
     st->active = active;
     st->frame = frame;
+    st->last_code = 0;
+    st->last_ident = 0;
     st->stack.len = 0;
     st->stack.truncated = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
