@@ -14,8 +14,13 @@ files' strings at two alternating addresses
 (tests/workloads/py_churn.py). So an entry is cached under its address and
 used only for a frame of the same identity; a frame whose identity is no
 longer at its address is unnamed (the code object was freed), never named
-after the object now there. What cannot be read is a value too: an
-unnamed frame with the code address and a reason.
+after the object now there. The identity's limit: a new object with the
+same first line and the same qualified-name string (an interned name shared
+by both), whose file-name string took the old one's address, looks the
+same; functions all named ``gen`` from files ``<gen-N>``, freed at once,
+showed 19 file names for 1,788 samples (tests/workloads/py_churn.py with
+one name). What cannot be read is a value too: an unnamed frame with the
+code address and a reason.
 """
 
 from __future__ import annotations
