@@ -11,8 +11,13 @@
  * task->thread.fsbase, at an offset user space reads from the kernel's BTF),
  * then tail-calls python_walk, which follows tstate->cframe->current_frame
  * and each _PyInterpreterFrame's `previous`, PY_FRAMES_PER_CALL frames per
- * call, recording (code object, instruction index, is_entry) innermost
- * first. No strings are read here: user space names the code objects.
+ * call, recording (code object, instruction index, is_entry, identity)
+ * innermost first. No strings are read here: user space names the code
+ * objects, later (at the next drain), when the one sampled may have been
+ * freed and its address reused by another. The identity lets it tell: a mix
+ * of the code object's co_firstlineno, co_filename and co_qualname pointers
+ * and the hash cached in the co_qualname string (symbols/python_code.py
+ * computes the same from what it reads; tests/bpf/test_python_churn.py).
  * At PY_MAX_FRAMES the walk stops (the innermost frames are kept, the root
  * end is cut) and the stack is marked truncated. The frames go into a
  * deduplicating store (pystacks0/1, one per generation) under an id with
@@ -35,6 +40,10 @@
 #define PY_CFRAME_FRAME 8        /* _PyCFrame.current_frame */
 #define PY_FRAME_WINDOW 32       /* the read covers f_code .. owner */
 #define PY_CODE_BYTECODE 184     /* PyCodeObject's co_code_adaptive */
+#define PY_CODE_FIRSTLINENO 72   /* the identity read covers co_firstlineno .. co_qualname */
+#define PY_IDENT_WORDS 8         /* +72 .. +136: firstlineno, ..., filename +112, qualname +128 */
+#define PY_STR_HASH 24           /* PyASCIIObject.hash (-1: not computed yet) */
+#define PY_IDENT_MUL 0x9e3779b97f4a7c15ULL
 
 /* Indices of the per-CPU python_counts. */
 #define PY_COUNT_WALKED 0     /* samples with Python frames */
@@ -58,6 +67,7 @@ struct pyframe {
     u64 code;   /* PyCodeObject address */
     s32 instr;  /* instruction index (negative: not started) */
     u32 entry;  /* 1: the outermost frame of its _PyEval_EvalFrameDefault */
+    u64 ident;  /* python_ident() of the code object when sampled (0: unreadable) */
 };
 
 struct pystack {
@@ -72,6 +82,7 @@ struct python_state {
     u32 active;
     u32 at_entry; /* a uprobe at a function's first instruction (count_user_stack) */
     u64 frame; /* the next _PyInterpreterFrame to read */
+    u64 last_code, last_ident; /* the previous frame's: a recursion reads it once */
     struct pystack stack;
 };
 
@@ -128,6 +139,24 @@ static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python
     count_user_stack(ctx, ctx_kind, &key, st->active, st->at_entry);
 }
 
+/* Which code object is at `code` now: its first line, file name and
+ * qualified name pointers, and the qualified name's cached hash, mixed
+ * (symbols/python_code.py: code_ident). 0 when they cannot be read. */
+static __always_inline u64 python_ident(u64 code) {
+    u64 fields[PY_IDENT_WORDS] = {};
+    s64 hash = 0;
+    if (bpf_probe_read_user(fields, sizeof(fields), (void *)(code + PY_CODE_FIRSTLINENO)))
+        return 0;
+    u64 qualname = fields[7], filename = fields[5];
+    if (!qualname || python_read((u64 *)&hash, qualname + PY_STR_HASH))
+        return 0;
+    u64 ident = (u32)fields[0];
+    ident = (ident ^ filename) * PY_IDENT_MUL;
+    ident = (ident ^ qualname) * PY_IDENT_MUL;
+    ident = (ident ^ (u64)hash) * PY_IDENT_MUL;
+    return ident ? ident : 1;
+}
+
 /* Record one frame and step to its caller; returns 1 when the walk is over. */
 static __always_inline int python_step(struct python_state *st) {
     u64 frame = st->frame;
@@ -151,8 +180,13 @@ static __always_inline int python_step(struct python_state *st) {
     out->code = code;
     out->instr = (s32)(offset >> 1);
     out->entry = entry ? 1 : 0;
+    if (code != st->last_code) {
+        st->last_code = code;
+        st->last_ident = python_ident(code);
+    }
+    out->ident = st->last_ident;
     st->stack.len = len + 1;
-    st->stack.hash = (st->stack.hash ^ code) * 0x100000001b3ULL;
+    st->stack.hash = (st->stack.hash ^ code ^ out->ident) * 0x100000001b3ULL;
     st->stack.hash = (st->stack.hash ^ (u32)out->instr ^ ((u64)out->entry << 32)) * 0x100000001b3ULL;
     st->frame = window[2];
     return 0;
@@ -245,6 +279,8 @@ static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sam
     st->active = active;
     st->at_entry = at_entry;
     st->frame = frame;
+    st->last_code = 0;
+    st->last_ident = 0;
     st->stack.len = 0;
     st->stack.truncated = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;

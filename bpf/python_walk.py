@@ -28,7 +28,7 @@ PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
 COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors", "no_gil")  # PY_COUNT_* order
 _HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
-_FRAME = struct.Struct("<QiI")  # struct pyframe: code, instr, entry
+_FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +136,8 @@ def _stack(values: bytes, at: int) -> PythonStack:
     _hash, length, truncated = _HEAD.unpack_from(values, at)
     start = at + _HEAD.size
     frames = tuple(
-        (code, instr, bool(entry))
-        for code, instr, entry in _FRAME.iter_unpack(
+        (code, instr, bool(entry), ident)
+        for code, instr, entry, ident in _FRAME.iter_unpack(
             values[start : start + _FRAME.size * min(length, MAX_FRAMES)]
         )
     )

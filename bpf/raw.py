@@ -7,8 +7,9 @@ from dataclasses import dataclass
 # Addresses as the kernel gave them, innermost (the sampled IP) first.
 Addresses = tuple[int, ...]
 # A Python frame as the kernel read it: (code object address, instruction
-# index, is_entry); a stack of them is innermost first (bpf/python.bpf.c).
-RawPyFrame = tuple[int, int, bool]
+# index, is_entry, identity of the code object then: 0 unreadable); a stack
+# of them is innermost first (bpf/python.bpf.c).
+RawPyFrame = tuple[int, int, bool, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ class Unresolved(StrEnum):
     STACK_TOO_DEEP = "stack deeper than the walk limit"
     KERNEL_HIDDEN = "kernel symbols hidden"
     STACK_UNREADABLE = "stack could not be read"
+    CODE_FREED = "Python code object freed before it was named"
 
 
 # Where a complete user stack starts: the program's or a thread's entry point

@@ -35,6 +35,8 @@ _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.KERNEL_HIDDEN: "kernel symbols are hidden: run as root, or set "
     "sysctl kernel.kptr_restrict=0",
     Unresolved.STACK_UNREADABLE: "the stack could not be read for this sample",
+    Unresolved.CODE_FREED: "the Python function's code object was freed (its address "
+    "reused) before bpftop read its name: short-lived generated code",
     Unresolved.NOT_COVERED: "the file's full symbol table has no function at this address "
     "(a PLT stub, padding, hand-written code, or a wrong return address); "
     "a debug package would not help",

@@ -74,7 +74,7 @@ def _sample(sampler: CpuSampler, workload: Workload, seconds: float) -> list[Raw
 
 
 def _names(workload: Workload, sample: RawSample) -> list[str]:
-    return [workload.name_of.get(code, "?") for code, _, _ in sample.python_stack]
+    return [workload.name_of.get(code, "?") for code, _, _, _ in sample.python_stack]
 
 
 def _whole_chain(workload: Workload, sample: RawSample) -> str | None:
@@ -105,7 +105,7 @@ def test_split_is_seen_with_whole_python_chains(sampler: CpuSampler) -> None:
     share_a = 100 * by_hot["hot_a"] / (by_hot["hot_a"] + by_hot["hot_b"])
     assert abs(share_a - 70) <= 3, f"hot_a {share_a:.1f}% of samples (want 70 ± 3)"
     # Instruction indexes are real positions in the code (not 0, not huge).
-    indexes = {i for s in samples for _, i, _ in s.python_stack}
+    indexes = {i for s in samples for _, i, _, _ in s.python_stack}
     assert len(indexes) > 3 and max(indexes) < 1000
 
 

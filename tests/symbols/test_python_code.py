@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.python_code import CodeNames, line_of
+from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.python_code import (
+    FILENAME,
+    FIRSTLINENO,
+    QUALNAME,
+    STR_HASH,
+    CodeNames,
+    code_ident,
+    line_of,
+)
 from bpftop.symbols.python_runtime import PythonRuntime, find_python
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
@@ -51,9 +60,11 @@ def test_live_code_objects_are_named_and_a_wrong_address_is_a_miss() -> None:
         runtime = find_python(proc.pid)
         assert isinstance(runtime, PythonRuntime)
         names = CodeNames(proc.pid, runtime.code_type)
-        first = names.frame(code["hot_a"], -1)
-        not_code = names.frame(code["hot_a"] + 8, 0)
-        again = names.frame(code["hot_a"], 0)
+        ident = _ident(proc.pid, code["hot_a"])
+        first = names.frame(code["hot_a"], -1, ident)
+        not_code = names.frame(code["hot_a"] + 8, 0, ident)
+        again = names.frame(code["hot_a"], 0, ident)
+        other = names.frame(code["hot_a"], 0, ident ^ 1)
     finally:
         proc.kill()
         proc.wait()
@@ -63,3 +74,17 @@ def test_live_code_objects_are_named_and_a_wrong_address_is_a_miss() -> None:
     assert (first.file, first.line, first.module) == (str(WORKLOAD), def_line, str(WORKLOAD))
     assert again.function is not None and again.function.startswith("hot_a (")
     assert not_code.function is None and not_code.reason is not None
+    assert other.function is None and other.reason is Unresolved.CODE_FREED
+
+
+def _ident(pid: int, addr: int) -> int:
+    """The code object's identity, as python.bpf.c reads it."""
+    with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        mem.seek(addr + FIRSTLINENO)
+        head = mem.read(QUALNAME + 8 - FIRSTLINENO)
+        qualname = int.from_bytes(head[QUALNAME - FIRSTLINENO :], "little")
+        mem.seek(qualname + STR_HASH)
+        qualname_hash = int.from_bytes(mem.read(8), "little")
+    filename = int.from_bytes(head[FILENAME - FIRSTLINENO : FILENAME - FIRSTLINENO + 8], "little")
+    firstlineno = int.from_bytes(head[:4], "little")
+    return code_ident(firstlineno, filename, qualname, qualname_hash)

@@ -3,7 +3,7 @@
 Owns :class:`PythonFrames`: per verified Python process, a code-object namer
 (:class:`~bpftop.symbols.python_code.CodeNames`), made on first use and
 dropped when the process exec's or exits; :meth:`PythonFrames.merged` turns
-the kernel's ``(code address, instruction index, is_entry)`` records into
+the kernel's ``(code address, instruction index, is_entry, identity)`` records into
 ``QUALNAME (FILE:LINE)`` frames and merges them py-spy's way: walking the
 native frames from the leaf, each frame of ``_PyEval_EvalFrameDefault``
 (recognized by address range, never by name) is replaced by the Python
@@ -48,7 +48,10 @@ class PythonFrames:
         names = self._names.get(runtime.pid)
         if names is None:
             names = self._names[runtime.pid] = CodeNames(runtime.pid, runtime.code_type)
-        python = [(names.frame(code, index), entry) for code, index, entry in sample.python_stack]
+        python = [
+            (names.frame(code, index, ident), entry)
+            for code, index, entry, ident in sample.python_stack
+        ]
         if sample.python_truncated:
             python.append((CUT_FRAME, True))
         return merge(runtime, sample.user_stack, native, python)

@@ -116,8 +116,9 @@ def _packed(addresses: Sequence[int]) -> bytes:
 def _packed_python(sample: RawSample) -> bytes:
     if not sample.python_stack:
         return b""
-    flat = [v for frame in sample.python_stack for v in frame]
-    return array("q", [*flat, sample.python_truncated]).tobytes()
+    # As unsigned 64-bit words: a negative instruction index, a full 64-bit identity.
+    flat = [v & 0xFFFF_FFFF_FFFF_FFFF for frame in sample.python_stack for v in frame]
+    return array("Q", [*flat, sample.python_truncated]).tobytes()
 
 
 def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
