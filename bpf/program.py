@@ -19,16 +19,23 @@ from types import TracebackType
 from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
-from bpftop.bpf.capture import capture_stderr, first_useful_line
+from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
-from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.program_text import (
+    PROGRAM_DIR,
+    PROGRAM_FILE,
+    calls_python,
+    calls_walker,
+    load_error,
+    source_text,
+)
 from bpftop.bpf.python_walk import PythonCounts, PythonWalker
-from bpftop.bpf.raw import ExitEvent, MapUsage, RawTick
+from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import (
@@ -38,13 +45,9 @@ from bpftop.bpf.stats import (
     missed_runs,
     prog_stats,
 )
+from bpftop.bpf.target_events import TargetEvents
 from bpftop.bpf.unwinder import MODES, Unwinder, UnwindState
 
-PROGRAM_DIR = Path(__file__).resolve().parent
-PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"
-WALKER_FILE = PROGRAM_DIR / "unwind.bpf.c"  # appended to the program (see its header)
-PYTHON_FILE = PROGRAM_DIR / "python.bpf.c"  # appended after the walker (see its header)
-EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
 CONTROL_STATE, CONTROL_ALL_PROCESSES, CONTROL_OFFCPU_MIN_US, CONTROL_OFFCPU_SLOT = 0, 1, 2, 3
 CONTROL_FOLLOW_CHILDREN, CONTROL_HOLD_AT_EXEC, CONTROL_ENTRY_PROBES = 4, 5, 6
 CONTROL_GIL_ONLY = 7
@@ -105,11 +108,7 @@ class CpuSampler:
         self._stats_fd: int | None = None
         self._drained: dict[str, int] = {}
         self._gen = 0
-        self._lost = 0
-        self._exits: list[ExitEvent] = []
-        self._execs: list[int] = []
-        self._forks: list[int] = []
-        self._fork_parents: list[int] = []
+        self._events: TargetEvents | None = None  # made at load
         self._dropped_seen = 0
         self._last_drain = time.monotonic()
 
@@ -130,23 +129,13 @@ class CpuSampler:
     def program_text(self) -> str:
         """The final program as BCC compiles it (``--print-bpf``)."""
         defines = "".join(f"#define {k} {v}\n" for k, v in self.defines.items())
-        return f"/* -D flags */\n{defines}\n{self._source_text()}"
-
-    def _source_text(self) -> str:
-        """The program; the walker is appended when it calls the walker's hook
-        (unless --unwind fp: then NO_WALKER stubs the hook out)."""
-        text = self.source.read_text()
-        if self.unwind != "fp" and _calls_walker(text):
-            text = f"{text}\n/* {WALKER_FILE.name} */\n{WALKER_FILE.read_text()}"
-        if _calls_python(text):
-            text = f"{text}\n/* {PYTHON_FILE.name} */\n{PYTHON_FILE.read_text()}"
-        return text
+        return f"/* -D flags */\n{defines}\n{source_text(self.source, self.unwind)}"
 
     def compile_inputs(self) -> tuple[str, list[str]]:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
         cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
         cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
-        return self._source_text(), cflags
+        return source_text(self.source, self.unwind), cflags
 
     def load(self) -> None:
         """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
@@ -163,16 +152,16 @@ class CpuSampler:
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._load_handlers(bcc)
-                if self.unwind != "fp" and _calls_walker(self.source.read_text()):
+                if self.unwind != "fp" and calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
-                if _calls_python(self.source.read_text()):
+                if calls_python(self.source.read_text()):
                     self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
-                self._bpf[b"events"].open_perf_buffer(self._on_event, lost_cb=self._on_lost)
+                self._events = TargetEvents(self._bpf)
             except Exception as exc:
                 failure = exc
         if failure is not None:  # the log is complete only once capturing ends
             self.close()
-            raise _load_error(failure, log.text)
+            raise load_error(failure, log.text)
         self._stats_fd = enable_run_stats()
 
     def _load_handlers(self, bcc: Any) -> None:
@@ -258,8 +247,8 @@ class CpuSampler:
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
             load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
-        if self.python is not None and plan.spec.kind in PYTHON_PROBES:
-            self.python.load_probe_copy(import_bcc().BPF.KPROBE)  # type: ignore[attr-defined]
+        if self.python is not None:  # the Python walker's copy for this kind, if any
+            self.python.load_probe_copy(plan.spec.kind, import_bcc().BPF.KPROBE)  # type: ignore[attr-defined]
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
@@ -316,23 +305,14 @@ class CpuSampler:
         })  # fmt: skip
         clear_stacks(self._bpf[f"stacks{old}".encode()])
         self._bpf.perf_buffer_poll(timeout=0)
-        now = time.monotonic()
+        assert self._events is not None  # loaded
+        events, now = self._events.take(), time.monotonic()
         tick = RawTick(
-            samples=samples,
-            exits=tuple(self._exits),
-            execs=tuple(self._execs),
-            forks=tuple(self._forks),
-            fork_parents=tuple(self._fork_parents),
-            lost_events=self._lost,
-            dropped_samples=self._take_dropped(),
-            interval_s=now - self._last_drain,
+            samples=samples, exits=events.exits, execs=events.execs, forks=events.forks,
+            fork_parents=events.fork_parents, lost_events=events.lost,
+            dropped_samples=self._take_dropped(), interval_s=now - self._last_drain,
             walked_samples=walked_samples,
-        )
-        self._exits.clear()
-        self._execs.clear()
-        self._forks.clear()
-        self._fork_parents.clear()
-        self._lost = 0
+        )  # fmt: skip
         self._last_drain = now
         return tick
 
@@ -376,7 +356,7 @@ class CpuSampler:
         self.python = None
         if self._bpf is not None:
             bpf, self._bpf = self._bpf, None
-            self._drains = None
+            self._drains = self._events = None  # BCC's cleanup closes their tables
             self._attachment = None
             self._retired.clear()
             bpf.cleanup()
@@ -402,39 +382,12 @@ class CpuSampler:
         delta, self._dropped_seen = total - self._dropped_seen, total
         return delta
 
-    def _on_event(self, cpu: int, data: Any, size: int) -> None:
-        ev = self._bpf[b"events"].event(data)
-        if ev.kind == EVENT_EXIT:
-            self._exits.append(ExitEvent(ev.tgid, ev.tid, ev.comm.decode(errors="replace")))
-        elif ev.kind == EVENT_EXEC:
-            self._execs.append(ev.tgid)
-        elif ev.kind == EVENT_FORK:
-            self._forks.append(ev.tgid)  # the event's tid is the parent's tgid
-            self._fork_parents.append(ev.tid)
-
-    def _on_lost(self, lost: int) -> None:
-        self._lost += lost
-
 
 _NOT_SAMPLES = {  # handlers that report events, not samples
     b"tracepoint__sched__sched_process_exec",
     b"tracepoint__sched__sched_process_fork",
     b"tracepoint__sched__sched_process_exit",
 }
-
-
-PYTHON_PROBES = frozenset({ProbeKind.UPROBE, ProbeKind.USDT, ProbeKind.KPROBE, ProbeKind.KRETPROBE})
-"""Probe kinds whose hits carry Python frames (kprobe-type handlers that count)."""
-
-
-def _calls_python(program: str) -> bool:
-    """True for a program with the Python walker's hook."""
-    return "python_user_stack" in program
-
-
-def _calls_walker(program: str) -> bool:
-    """True for a program with the walker's hook (a test's own program may lack it)."""
-    return "unwind_user_stack" in program
 
 
 def _set_bit(control: Any, index: int, bit: int, on: bool) -> None:
@@ -444,11 +397,3 @@ def _set_bit(control: Any, index: int, bit: int, on: bool) -> None:
 
 def _wstacks(slot: int) -> bytes:
     return b"wstacks_1" if slot else b"wstacks"
-
-
-def _load_error(exc: Exception, log: str) -> BpfLoadError:
-    line = first_useful_line(log) or next(iter(str(exc).splitlines()), "") or repr(exc)
-    return BpfLoadError(
-        f"the kernel rejected bpftop's BPF program: {line}",
-        "run with --print-bpf to see the program; check dmesg and kernel BPF support",
-    )

@@ -22,10 +22,14 @@ from typing import Any
 
 from bpftop.bpf.batch import HashDrain
 from bpftop.bpf.btf import member_offset
+from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.raw import RawPyFrame
 
 PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
+PROBE_KINDS = frozenset({ProbeKind.UPROBE, ProbeKind.USDT, ProbeKind.KPROBE, ProbeKind.KRETPROBE})
+"""Probe kinds whose hits carry Python frames (kprobe-type handlers that count);
+the time probes and tracepoints have native frames only."""
 COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors", "no_gil")  # PY_COUNT_* order
 _HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
 _FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
@@ -76,12 +80,12 @@ class PythonWalker:
         self._bpf = bpf
         self._described: set[int] = set()
 
-    def load_probe_copy(self, kprobe_type: int) -> bool:
+    def load_probe_copy(self, kind: ProbeKind, kprobe_type: int) -> bool:
         """Load ``python_walk_kp``, the copy uprobes, USDT probes and kprobes
         tail-call (a tail call stays within its program type), on the first
         such probe: a run that only samples CPU does not verify it. Until it is
         loaded their hits have native frames only. True when loaded now."""
-        if b"python_walk_kp" in self._bpf.funcs:
+        if kind not in PROBE_KINDS or b"python_walk_kp" in self._bpf.funcs:
             return False
         walker = self._bpf.load_func(b"python_walk_kp", kprobe_type)
         self._bpf[b"python_progs_kp"][ct.c_int(0)] = ct.c_int(walker.fd)

@@ -77,7 +77,7 @@ def test_print_bpf_needs_no_root() -> None:
 
 
 def test_load_error_without_a_message_is_still_one_line() -> None:
-    from bpftop.bpf.program import _load_error
+    from bpftop.bpf.program_text import load_error as _load_error
 
     err = _load_error(KeyError(), "")
     assert "KeyError()" in str(err) and "\n" not in str(err)

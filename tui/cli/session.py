@@ -23,7 +23,8 @@ import psutil
 from bpftop.bpf.environment import check_privileges, ensure_tracefs, import_bcc
 from bpftop.bpf.errors import NoSuchProcessError, UsageError
 from bpftop.bpf.probes import parse_spec
-from bpftop.bpf.program import PROGRAM_FILE, CpuSampler
+from bpftop.bpf.program import CpuSampler
+from bpftop.bpf.program_text import PROGRAM_FILE
 from bpftop.bpf.resolve import check_up_front
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.targets import is_stopped, launch_held
