@@ -126,3 +126,20 @@ def test_offsets_flag_names_frames_with_their_offsets(workloads: Path, tmp_path:
     assert any(leaf.startswith("hot_a+0x") for leaf in leaves), sorted(leaves)[:10]
     for stack in stacks:
         assert all("+0x" in frame for frame in stack[1:]), stack
+
+
+def test_duration_counts_from_the_first_sample(workloads: Path, tmp_path: Path) -> None:
+    """``-d 1`` records one second of samples: the early sampler's first sample
+    starts the clock (counted from the collector's first tick, a 1 s record
+    held ~2 s of samples: 187 at 99 Hz, bench.startup)."""
+    target = subprocess.Popen([str(workloads / "split"), "30"])
+    try:
+        out = tmp_path / "one.folded"
+        result = record(target.pid, out, "-F", "199", "-d", "1")
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    total = sum(parse_folded(out).values())
+    assert total <= 1.3 * 199, f"{total} samples in a 1 s record at 199 Hz"
+    assert total >= 0.3 * 199, "the target had the CPU for some of that second"

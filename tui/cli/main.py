@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from bpftop.bpf.crash_log import install_thread_hook, log_exception
@@ -38,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse_kernel_threads(parsed.pids or ())
         # Samples start now; the collector and its imports (numpy, ...) come after.
         parsed.early_perf = open_early(parsed)
+        # When the first samples were taken: record's -d counts from here.
+        parsed.early_since = (time.monotonic(), time.time_ns()) if parsed.early_perf else None
         try:
             if recording:
                 from bpftop.tui.cli.record import run_record

@@ -45,7 +45,8 @@ def run_record(args: argparse.Namespace) -> int:
     done = threading.Event()
     on_signals(done.set)
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
-    started_ns = _sample(collector, args.duration, done, errors, exited_at)
+    since = getattr(args, "early_since", None)  # perf_event sampling since launch
+    started_ns = _sample(collector, args.duration, done, errors, exited_at, since)
     collector.stop()
     end_launched(args)
     if errors:
@@ -100,13 +101,18 @@ def _sample(
     done: threading.Event,
     errors: list[BpftopError],
     exited_at: list[float],
+    since: tuple[float, int] | None = None,
 ) -> int | None:
     """Start ``collector`` and wait until ``done`` is set, collection ends, or
     ``duration_s`` of sampling have passed; when sampling began (wall-clock
     ns), None if it never did. Errors are appended to ``errors``, and when the
-    targets were seen gone (seconds since launch) to ``exited_at``."""
-    sampling_since: list[float] = []  # -d counts from the first sample, not from launch
-    started_ns: list[int] = []
+    targets were seen gone (seconds since launch) to ``exited_at``. ``since``:
+    (monotonic s, wall-clock ns) when the early sampler began, else sampling
+    begins with the first snapshot that says so (the collector's first tick
+    came up to a second after the early sampler's first sample: a 1 s record
+    covered 2 s, bench.startup)."""
+    sampling_since: list[float] = [since[0]] if since else []  # -d: from the first sample
+    started_ns: list[int] = [since[1]] if since else []
 
     def on_snapshot(snap: Snapshot) -> None:
         if snap.phase is Phase.EXITED and not exited_at:
