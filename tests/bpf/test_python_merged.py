@@ -172,7 +172,7 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
 ) -> None:
     """``--children``: the kernel gives a forked child its parent's interpreter
     entry, so its samples carry Python frames before user space has looked at
-    the child (without it, ~18% of samples showed the bare eval loop). The
+    the child (without it, 18-37% of samples showed the bare eval loop). The
     children stay alive past the recording: a child that exits before its
     code objects are read leaves unnamed Python frames (see README)."""
     out = tmp_path / "children.folded"
@@ -190,7 +190,9 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
     unnamed = sum(c for s, c in stacks.items() if any(f.startswith("[python]") for f in s))
     assert unnamed <= 0.03 * total, f"{unnamed} of {total} samples have unnamed Python frames"
     unmerged = sum(c for s, c in stacks.items() if any("_PyEval_EvalFrameDefault" in f for f in s))
-    assert unmerged <= 0.03 * total, f"{unmerged} of {total} samples show the eval loop"
+    # Without the kernel's copy 37% (92 of 248); with it 0% alone, up to 6.5% in a
+    # loaded suite run (samples before user space had read a child's interpreter).
+    assert unmerged <= 0.12 * total, f"{unmerged} of {total} samples show the eval loop"
 
 
 def test_uprobe_hits_under_python_code_carry_the_python_chain(tmp_path: Path) -> None:
