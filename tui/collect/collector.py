@@ -125,17 +125,19 @@ class Collector:
         self._thread = threading.Thread(target=self._run, name="bpftop-collector", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop sampling (with a last drain), detach probes, join. Idempotent."""
+    def stop(self, wait: bool = True) -> None:
+        """Stop sampling (last drain), detach probes, join; idempotent. ``wait`` for a
+        compile still running: nothing of BCC's may be left for its exit hooks."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._close_sampler()
-        if self._loading is not None:  # a compile still running closes what it loaded:
-            self._loading.wait()  # wait, so nothing of BCC's is left for its exit hooks
+        if self._loading is not None and wait:
+            self._loading.wait()
 
     python_notes = property(lambda self: self._stacks.python.notes)  # Pythons refused
+    compiling = property(lambda self: self._loading is not None and not self._loading.done.is_set())
 
     # -- ControlledSource: called on the app thread, applied on ours ----------
     def reset(self) -> None:
