@@ -40,6 +40,17 @@ MAX_STRING, MAX_LINETABLE = 4096, 1 << 20
 UNNAMED_MODULE = "[python]"
 
 
+def python_label(qualname: str, filename: str, line: int) -> str:
+    """How a Python frame is named everywhere: ``QUALNAME (FILE:LINE)``, py-spy's form."""
+    return f"{qualname} ({filename}:{line})"
+
+
+def python_qualname(label: str, module: str, line: int) -> str | None:
+    """The QUALNAME of a ``python_label`` of code from ``module`` at ``line``; else None."""
+    suffix = f" ({module}:{line})"
+    return label[: -len(suffix)] if module and line and label.endswith(suffix) else None
+
+
 def is_python_frame(label: str, module: str) -> bool:
     """Whether a frame's label and module are those of a frame ``CodeNames`` made:
     ``QUALNAME (FILE:LINE)`` of code from FILE (or ``function_label``'s
@@ -91,7 +102,7 @@ class CodeNames:
         line = code.firstlineno
         if instr_index >= 0:
             line = line_of(code.linetable, code.firstlineno, instr_index) or line
-        name = f"{code.qualname} ({code.filename}:{line})"
+        name = python_label(code.qualname, code.filename, line)
         return Frame(name, code.filename, 2 * max(0, instr_index), file=code.filename, line=line)
 
     def _code(self, addr: int, ident: int) -> _Code | Unresolved:

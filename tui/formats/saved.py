@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
+from bpftop.symbols.python_code import python_label, python_qualname
 from bpftop.tui.model.path_tree import ancestors, array_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -163,15 +164,14 @@ def python_function(frame: SavedFrame) -> str | None:
     """A Python frame's function (bpftop names it ``QUALNAME (FILE:LINE)``, its
     module FILE): what formats that keep the function, file and line apart
     store as its name. None for any other frame."""
-    suffix = f" ({frame.module}:{frame.line})"
-    if frame.module and frame.line and not frame.kernel and frame.name.endswith(suffix):
-        return frame.name[: -len(suffix)]
-    return None
+    return None if frame.kernel else python_qualname(frame.name, frame.module, frame.line)
 
 
 def python_frame(function: str, path: str, line: int) -> SavedFrame:
     """The frame ``python_function`` took apart, from its function, source path and line."""
-    return SavedFrame(f"{function} ({path}:{line})", path, file=path.rsplit("/", 1)[-1], line=line)
+    return SavedFrame(
+        python_label(function, path, line), path, file=path.rsplit("/", 1)[-1], line=line
+    )
 
 
 def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile:
