@@ -1,9 +1,11 @@
 """Python frames on offcpu and tracepoints, end to end with `bpftop record`
 (tests/workloads/py_block.py): off-CPU time splits by Python function, with
-whole chains; a tracepoint's hits carry Python frames too."""
+whole chains; a tracepoint's hits carry Python frames too; an idle pool thread
+is left out unless --idle (tui/model/idle.py)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -55,3 +57,29 @@ def test_tracepoint_hits_carry_python_frames(tmp_path: Path) -> None:
     a, b = chains[(*head, "write_a")], chains[(*head, "write_b")]
     assert b > 100, chains
     assert 3 * b - 3 <= a <= 3 * b + 3, chains
+
+
+def test_offcpu_leaves_out_an_idle_pool_thread_unless_idle(tmp_path: Path) -> None:
+    """A pool thread waiting in queue.get (innermost Python frame threading's
+    Condition.wait) and the main thread blocking in work() (time.sleep), both
+    blocked all the time: by default the pool thread's blocks are left out and
+    counted on stderr (about half the off-CPU time); with --idle they are in,
+    under their whole chain."""
+    out = tmp_path / "idle.folded"
+    result = _record(
+        "--probe", "offcpu", "-d", "5", "-o", str(out), "--", PYTHON, str(WORKLOAD), "idle", "7"
+    )
+    assert result.returncode == 0, result.stderr
+    chains = _by_chain(parse_folded(out))
+    work = chains[("<module>", "main", "run", "idle", "work")]
+    assert work / sum(chains.values()) >= 0.9, chains
+    assert not any("Condition.wait" in chain for chain in chains), chains
+    share = re.search(r"left out (\d+) idle Python samples \(([\d.]+)% of the total", result.stderr)
+    assert share is not None, result.stderr
+    assert int(share[1]) > 20 and 25 <= float(share[2]) <= 75, result.stderr
+
+    kept = _by_chain(_record_workload(tmp_path, "offcpu", "idle", "--idle"))
+    pool = ("Thread._bootstrap", "Thread._bootstrap_inner", "Thread.run", "pool_worker")
+    waits = kept[(*pool, "Queue.get", "Condition.wait")]
+    work = kept[("<module>", "main", "run", "idle", "work")]
+    assert 0.25 <= waits / (waits + work) <= 0.75, kept

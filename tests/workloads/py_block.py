@@ -5,11 +5,13 @@ in turn, for SECONDS: off-CPU time splits 3:1 between a and b.
 ``py_block.py write SECONDS``: main -> run -> write_a (3 writes to /dev/null
 per turn) / write_b (1 write), for SECONDS.
 ``py_block.py idle SECONDS``: a pool thread waits in ``queue.get`` (idle in
-py-spy's sense: innermost frame threading.py's ``wait``) while the main thread
-blocks in ``work`` (sleeps, the stand-in for real blocking work), for SECONDS.
+py-spy's sense: innermost frame threading.py's ``wait``; 50 ms at a time)
+while the main thread blocks in ``work`` (10 ms sleeps, the stand-in for real
+blocking work), for SECONDS.
 Prints one line (``ready``) once it runs.
 """
 
+import contextlib
 import os
 import queue
 import sys
@@ -52,8 +54,10 @@ def run(mode: str, seconds: float) -> None:
         idle(end)
 
 
-def pool_worker(jobs: "queue.Queue[None]") -> None:
-    jobs.get()
+def pool_worker(jobs: "queue.Queue[None]", end: float) -> None:
+    while time.monotonic() < end:
+        with contextlib.suppress(queue.Empty):
+            jobs.get(timeout=5 * UNIT_S)  # wakes up now and then: offcpu counts at wake-up
 
 
 def work(end: float) -> None:
@@ -63,7 +67,7 @@ def work(end: float) -> None:
 
 def idle(end: float) -> None:
     jobs: queue.Queue[None] = queue.Queue()
-    worker = threading.Thread(target=pool_worker, args=(jobs,), name="pool")
+    worker = threading.Thread(target=pool_worker, args=(jobs, end), name="pool")
     worker.start()
     work(end)
     jobs.put(None)
