@@ -4,8 +4,9 @@ without them, and the live view's default (hidden, counted, ``I`` shows)."""
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.idle import drop_idle, is_idle_call
+from bpftop.tui.model.idle import busy_threads, drop_idle, is_idle_call
 from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.timemode import TimedProfile
 from bpftop.tui.model.viewstate import ViewState, derive_view
 from tests.formats.folded_oracle import folded_lines
 
@@ -87,3 +88,18 @@ def test_idle_is_dropped_before_other_frame_filters() -> None:
     derived = derive_view(tree, (), "python", None)
     assert derived.idle_hidden == 9 and derived.tree.total_count == 10
     assert all("wait" not in line for line in folded_lines(derived.tree))
+
+
+def test_threads_count_their_idle_samples_and_the_view_leaves_idle_threads_out() -> None:
+    """The pool thread (7) waits in queue.get only: hidden; the worker (tid 2)
+    has 4 idle and 5 busy samples: 5 shown; with idle shown, all as counted."""
+    profile = TimedProfile()
+    wait = (py("worker", APP, 10), py("Condition.wait", THREADING, 324), native("futex_wait"))
+    work = (py("work", APP, 20), native("clock_nanosleep"))
+    profile.add("app", wait, 7, tid=1)
+    profile.add("app", wait, 4, tid=2)
+    profile.add("app", work, 5, tid=2)
+    profile.add("app", (native("main"),), 1, tid=3)
+    shares = profile.thread_shares({1: "pool", 2: "worker", 3: "main"})
+    assert [(t.tid, t.samples, t.idle) for t in shares] == [(2, 9, 4), (1, 7, 7), (3, 1, 0)]
+    assert [(t.tid, t.samples) for t in busy_threads(shares)] == [(2, 5), (3, 1)]

@@ -1,7 +1,8 @@
 """A Python workload that blocks with known shapes, for tests/bpf/test_python_offcpu.py.
 
 ``py_block.py sleep SECONDS``: main -> run -> a (sleeps 3 units) / b (1 unit),
-in turn, for SECONDS: off-CPU time splits 3:1 between a and b.
+in turn, for SECONDS: off-CPU time splits 3:1 between a and b; a unit is
+10 ms, or the optional third argument (bench/python.py: many short blocks).
 ``py_block.py write SECONDS``: main -> run -> write_a (3 writes to /dev/null
 per turn) / write_b (1 write), for SECONDS.
 ``py_block.py idle SECONDS``: a pool thread waits in ``queue.get`` (idle in
@@ -75,7 +76,10 @@ def idle(end: float) -> None:
 
 
 def main() -> None:
+    global UNIT_S
     mode, seconds = sys.argv[1], float(sys.argv[2])
+    if len(sys.argv) > 3:
+        UNIT_S = float(sys.argv[3])
     print("ready", flush=True)
     run(mode, seconds)
 

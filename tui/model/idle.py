@@ -22,13 +22,15 @@ like the other derived views (``views.py``). No Textual here.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from bpftop.symbols.frame import Frame
 from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.model.path_tree import array_tree
-from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.snapshot import CallNode, Snapshot, ThreadShare
 from bpftop.tui.model.store import ROOT, NodeKey
 
 _BUSY, _IDLE = 1, 2  # the innermost Python frame so far: none (0), busy, idle
@@ -49,6 +51,23 @@ def is_idle_call(label: str, module: str) -> bool:
     if name == "poll":
         return file == "asyncore.py" or any(p in module for p in ("zmq", "gevent", "tornado"))
     return False
+
+
+def stack_is_idle(frames: Sequence[Frame]) -> bool:
+    """Whether a stack (root first) is idle: its innermost Python frame is a wait."""
+    for frame in reversed(frames):
+        label = frame.label
+        if is_python_frame(label, frame.module):
+            return is_idle_call(label, frame.module)
+    return False
+
+
+def busy_threads(threads: Sequence[ThreadShare]) -> tuple[ThreadShare, ...]:
+    """The Threads view without idle samples: each thread's other samples,
+    hottest first; a thread with no other samples (idle all along) is left out."""
+    busy = [replace(t, samples=t.samples - t.idle, idle=0) for t in threads if t.samples > t.idle]
+    busy.sort(key=lambda t: (-t.samples, t.tid))
+    return tuple(busy)
 
 
 def _kinds(keys: list[NodeKey]) -> np.ndarray:
