@@ -297,6 +297,12 @@ class BpftopApp(SourceApp):
         if self.shown is not None:
             self.show(self.shown)
 
+    def action_toggle_idle(self) -> None:
+        shown = self.state.toggle_idle()
+        self.notify(f"idle Python samples {'shown' if shown else 'hidden'}", title="idle")
+        if self.shown is not None:
+            self.show(self.shown)
+
     def action_toggle_inline(self) -> None:
         """The Top table: inline frames as rows of their own, or in their function."""
         rows = self.state.toggle_inline_rows()

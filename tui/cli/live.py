@@ -37,6 +37,7 @@ def run_live(args: argparse.Namespace) -> int:
     collector = make_collector(args, sampler, args.interval)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
     app = BpftopApp(collector, interval_s=args.interval, completer=completer)
+    app.state.show_idle = args.idle
     tune_gc()
     with terminal_driver() as driver:
         app.driver_class = driver
