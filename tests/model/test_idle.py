@@ -3,9 +3,18 @@ without them, and the live view's default (hidden, counted, ``I`` shows)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.idle import busy_threads, drop_idle, is_idle_call
+from bpftop.tui.model.idle import (
+    busy_threads,
+    drop_idle,
+    idle_applies,
+    is_idle_call,
+    snapshot_without_idle,
+)
 from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
 from bpftop.tui.model.timemode import TimedProfile
 from bpftop.tui.model.viewstate import ViewState, derive_view
 from tests.formats.folded_oracle import folded_lines
@@ -71,6 +80,7 @@ def test_drop_idle_of_a_tree_without_waits_is_the_tree() -> None:
 def test_view_hides_idle_by_default_says_how_much_and_shows_it_on_toggle() -> None:
     tree = profile().tree()
     state = ViewState()
+    state.idle_applies = idle_applies("offcpu:100")
     assert not state.cheap(tree)  # hiding the idle samples takes a derive
     hidden = state.derive(tree, ())
     assert hidden.idle_hidden == 9 and state.idle_hidden == 9
@@ -103,3 +113,20 @@ def test_threads_count_their_idle_samples_and_the_view_leaves_idle_threads_out()
     shares = profile.thread_shares({1: "pool", 2: "worker", 3: "main"})
     assert [(t.tid, t.samples, t.idle) for t in shares] == [(2, 9, 4), (1, 7, 7), (3, 1, 0)]
     assert [(t.tid, t.samples) for t in busy_threads(shares)] == [(2, 5), (3, 1)]
+
+
+def test_samples_of_running_threads_are_never_idle() -> None:
+    """A CPU sample or a probe hit is a running thread (py-spy: the OS says it
+    runs, so it is not idle): only offcpu profiles are filtered."""
+    assert idle_applies("offcpu") and idle_applies("offcpu:1000")
+    assert not any(map(idle_applies, ("profile:hz:99", "uprobe:c:malloc", "tracepoint:a:b")))
+    tree = profile().tree()
+    state = ViewState()
+    state.idle_applies = idle_applies("profile:hz:99")
+    assert state.keep_idle and state.derive(tree, ()).tree.total_count == tree.total_count
+    stats = CollectionStats(probe="profile:hz:99", total_samples=tree.total_count)
+    snap = Snapshot(seq=1, phase=Phase.SAMPLING, stats=stats, process=None, tree=tree, hot=())
+    assert snapshot_without_idle(snap) == (snap, 0, 0.0)
+    offcpu = replace(snap, stats=replace(stats, probe="offcpu"))
+    kept, hidden, _ = snapshot_without_idle(offcpu)
+    assert hidden == 9 and kept.tree.total_count == tree.total_count - 9

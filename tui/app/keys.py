@@ -129,8 +129,8 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     ),
     KeyHelp(
         "toggle_idle",
-        "show idle Python samples (innermost frame a known wait: threading's `wait`, "
-        "`selectors`' `select`; hidden by default, as in py-spy; again: hide them)",
+        "offcpu: show idle Python samples (innermost frame a known wait: threading's "
+        "`wait`, `selectors`' `select`; hidden by default, as in py-spy; again: hide them)",
     ),
     KeyHelp(
         "only_frames",

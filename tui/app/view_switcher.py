@@ -137,7 +137,7 @@ class ViewSwitcher(ContentSwitcher):
             self.flame_view.set_tree(tree, zoom)
         elif view == "threads":
             threads = shown.threads if shown is not None else ()
-            threads = threads if state.show_idle else busy_threads(threads)
+            threads = threads if state.keep_idle else busy_threads(threads)
             self.query_one("#threads", ThreadsView).update_threads(threads, thread)
         else:
             self.query_one("#diag", DiagnosticsView).update_from(shown)

@@ -163,7 +163,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--idle",
         action="store_true",
-        help="keep idle Python samples (innermost frame a known wait: threading's wait, "
+        help="offcpu: keep idle Python samples (innermost frame a known wait: threading's wait, "
         "selectors' select): record writes them, the live view starts with them shown "
         "(I toggles); by default they are left out and counted, as py-spy does",
     )

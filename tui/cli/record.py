@@ -98,7 +98,7 @@ def _write(
     )  # fmt: skip
     from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
-    if not args.idle:
+    if not getattr(args, "idle", False):
         snap, hidden, share = snapshot_without_idle(snap)
         if hidden:
             print(

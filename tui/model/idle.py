@@ -1,7 +1,7 @@
 """Idle Python samples: what they are, and a call tree without them.
 
-A sample (one stack: a CPU sample, a probe hit, an offcpu block) is *idle*
-when its innermost Python frame is a known waiting call, py-spy's heuristic
+An offcpu sample (a block) is *idle* when its innermost Python frame is a
+known waiting call, py-spy's heuristic
 (``_heuristic_is_thread_idle`` in its python_spy.rs, read for the facts):
 ``wait`` in ``threading.py`` (``Condition.wait``, hence ``queue.Queue.get``,
 ``Event.wait``, a pool thread waiting for work), ``select`` in
@@ -9,9 +9,12 @@ when its innermost Python frame is a known waiting call, py-spy's heuristic
 ``asyncore.py`` or a file whose path names zmq, gevent or tornado. A sample
 without Python frames is never idle (native code may be busy), nor is one
 whose innermost Python frame is anything else (``time.sleep`` in user code
-is the code's own wait: it stays). py-spy also asks the OS whether the
-thread runs; bpftop does not, as an offcpu sample is a blocked thread by
-definition and a CPU sample a running one.
+is the code's own wait: it stays). py-spy asks the OS first whether the
+thread runs, and a running thread is never idle: so a CPU sample or a probe
+hit (a running thread by definition) is never idle here either, and only
+offcpu profiles are filtered (:func:`idle_applies`); an offcpu sample is a
+blocked thread by definition, and the heuristic tells waiting for work from
+blocking in it.
 
 The live view hides idle samples by default (py-spy's default; ``I`` shows
 them) and says how much it hides; ``--idle`` starts with them shown, and
@@ -51,6 +54,12 @@ def is_idle_call(label: str, module: str) -> bool:
     if name == "poll":
         return file == "asyncore.py" or any(p in module for p in ("zmq", "gevent", "tornado"))
     return False
+
+
+def idle_applies(probe: str) -> bool:
+    """Whether samples of ``probe`` (a snapshot's ``stats.probe``) can be idle:
+    only blocks of offcpu are samples of threads that do not run."""
+    return probe.split(":", 1)[0] == "offcpu"
 
 
 def stack_is_idle(frames: Sequence[Frame]) -> bool:
@@ -112,7 +121,10 @@ def drop_idle(tree: CallNode) -> tuple[CallNode, int]:
 def snapshot_without_idle(snap: Snapshot) -> tuple[Snapshot, int, float]:
     """``snap`` without its idle samples (``record`` without ``--idle``): the
     snapshot, how many samples (events, for a time probe) were left out, and
-    their share of the tree's total (samples, or ns)."""
+    their share of the tree's total (samples, or ns). ``snap`` itself unless
+    its probe's samples can be idle (:func:`idle_applies`)."""
+    if not idle_applies(snap.stats.probe):
+        return snap, 0, 0.0
     tree, hidden = drop_idle(snap.tree)
     if not hidden:
         return snap, 0, 0.0

@@ -111,6 +111,7 @@ class ViewState:
         self.inline_rows = False  # the function table: inline frames as rows of their own
         self.python_functions = False  # Python frames by function, not by line
         self.show_idle = False  # idle samples shown (tui/model/idle.py; --idle, I)
+        self.idle_applies = False  # the shown probe's samples can be idle (offcpu)
         self.idle_hidden = 0  # what the last derived view left out as idle
         self._cache: tuple[CallNode, Wanted, Derived] | None = None
 
@@ -187,7 +188,12 @@ class ViewState:
     def wanted(self) -> Wanted:
         """What a derived view depends on besides the snapshot."""
         shown = (self.filtering, self.pattern, self.frames, self.inline_rows)
-        return (*shown, self.python_functions, self.show_idle)
+        return (*shown, self.python_functions, self.keep_idle)
+
+    @property
+    def keep_idle(self) -> bool:
+        """Idle samples stay: shown (``I``), or the probe's samples cannot be idle."""
+        return self.show_idle or not self.idle_applies
 
     @property
     def plain(self) -> bool:
@@ -199,7 +205,7 @@ class ViewState:
         """True when deriving ``tree`` for the current choices costs next to nothing,
         so the app thread may do it: the snapshot as it is (``plain``), with a table
         that needs no grouping by symbol (``i``, or no inline frames) or a small tree."""
-        if not self.show_idle and has_idle(tree):
+        if not self.keep_idle and has_idle(tree):
             return False
         if not self.plain or self.inline_rows:
             return self.plain
@@ -219,7 +225,7 @@ class ViewState:
     def derive_job(self) -> tuple[str, Match | None, bool, bool, bool]:
         """The arguments of :func:`derive_view` for the current choices."""
         match = self.match if self.filtering else None
-        return self.frames, match, self.inline_rows, self.python_functions, self.show_idle
+        return self.frames, match, self.inline_rows, self.python_functions, self.keep_idle
 
     def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""
