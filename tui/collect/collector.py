@@ -176,6 +176,7 @@ class Collector:
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
+            self._stacks.python.check_early(self._targets)  # a refused Python: said now
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
                 ended = self._loop(lambda: self._absorb(*feed.tick(self._stop_ns)), self._loading)
