@@ -103,4 +103,5 @@ def test_exiting_threads_sampled_before_bpf_keep_their_samples(
                 proc.kill()
                 proc.wait()
     assert bpftop.returncode == 0, err
+    assert f"bpftop: process {target.pid} exited" in err, err  # one line says why it ended
     check_rate(total(out), cpu_reported(stdout), 1, 4, err)

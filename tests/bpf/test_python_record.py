@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.model.snapshot import Phase
 from tests.bpf.test_collector import Watched
 from tests.bpf.test_record import parse_folded
 from tests.conftest import BPFTOP
@@ -18,6 +19,7 @@ PYTHON = "/usr/bin/python3"  # Debian 12's: 3.11
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
 PYTHON312 = Path.home() / ".pyenv/versions/3.12.1/bin/python3.12"
 # QUALNAME (FILE:LINE), py-spy's form
+PY_SPLIT_NAMES = {"<module>", "main", "run", "hot_a", "hot_b", "burn"}  # split mode's functions
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>[^():]+):(?P<line>\d+)\)$")
 
 
@@ -93,3 +95,28 @@ def test_live_header_names_an_unverified_python_once() -> None:
         target.wait()
     assert snap.message.count("Python 3.12.1") == 1, snap.message
     assert "native stacks go on" in snap.message
+
+
+def test_a_python_killed_mid_walk_keeps_its_named_frames() -> None:
+    """The interpreter dies (SIGKILL) while the kernel walks it: collection
+    ends by itself and says so; what was named stays named, a frame whose code
+    object could no longer be read is unnamed (never wrong), native stacks go on."""
+    target = subprocess.Popen([PYTHON, str(WORKLOAD), "split", "120"], stdout=subprocess.PIPE)
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        watched = Watched(Collector(target.pid, CpuSampler(99), interval_s=0.5))
+        try:
+            watched.wait(lambda s: s.python is not None and s.python.walked >= 200, 120)
+            target.kill()
+            last = watched.wait(lambda s: s.phase is Phase.EXITED, 60)
+        finally:
+            watched.collector.stop()
+    finally:
+        target.kill()
+        target.wait()
+    assert f"process {target.pid} exited" in last.message
+    python = [(h, PY_FRAME.match(h.label)) for h in last.hot if h.module.endswith(".py")]
+    assert python and all(m and m["name"] in PY_SPLIT_NAMES for h, m in python), python
+    under = sum(h.total_count for h, m in python if m and m["name"] in ("hot_a", "hot_b"))
+    assert last.python is not None and under >= 0.8 * last.python.walked, (under, last.python)

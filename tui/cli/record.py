@@ -109,6 +109,12 @@ def _write(
     save_recording(snap, meta, args.output, args.format)
     if snap.stats.total_samples == 0:
         print(f"bpftop: warning: {_empty_reason(args, snap, exited_at)}", file=sys.stderr)
+    elif exited_at and args.pids and getattr(args, "launched", None) is None:
+        print(  # py-spy says it too; a command's exit is its record's normal end
+            f"bpftop: process {args.pids[0]} exited {exited_at[0]:.1f} s after launch: "
+            "the recording ends there",
+            file=sys.stderr,
+        )
 
 
 def _empty_reason(args: argparse.Namespace, snap: Snapshot, exited_at: list[float]) -> str:
