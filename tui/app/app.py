@@ -22,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.header import header_text, placeholder_text
+from bpftop.tui.app.header import header_text, placeholder_text, thread_name
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
@@ -189,7 +189,8 @@ class BpftopApp(SourceApp):
         self._refresh_crumbs()
 
     def _refresh_header(self) -> None:
-        status = f"⏱ {self.mode_label}"
+        name = thread_name(self.shown, self.thread)
+        status = f"⏱ {self.mode_label}" + (f" ({name})" if name else "")
         if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
             status += " (switching…)"
         text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)

@@ -46,6 +46,14 @@ def sparkline(values: Sequence[float], width: int = 20) -> str:
     return "".join(SPARK[min(7, int(8 * v / top))] if v > 0 else " " for v in shown)
 
 
+def thread_name(snapshot: Snapshot | None, tid: int | None) -> str:
+    """How the Threads view names thread ``tid`` (Python's ``threading`` name, or
+    its comm) in ``snapshot``; "" when it is not there."""
+    if snapshot is None or tid is None:
+        return ""
+    return next((t.name for t in snapshot.threads if t.tid == tid), "")
+
+
 def header_text(
     snapshot: Snapshot | None,
     paused: bool,
