@@ -103,7 +103,10 @@ class CodeNames:
         if instr_index >= 0:
             line = line_of(code.linetable, code.firstlineno, instr_index) or line
         name = python_label(code.qualname, code.filename, line)
-        return Frame(name, code.filename, 2 * max(0, instr_index), file=code.filename, line=line)
+        offset = 2 * max(0, instr_index)
+        return Frame(
+            name, code.filename, offset, file=code.filename, line=line, start_line=code.firstlineno
+        )
 
     def _code(self, addr: int, ident: int) -> _Code | Unresolved:
         cached = self._cache.get(addr)
