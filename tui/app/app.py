@@ -287,7 +287,15 @@ class BpftopApp(SourceApp):
             self.show(self.shown)
 
     def action_only_frames(self, only: str) -> None:
-        shown = self.state.toggle_frames(only)
+        """K, U: those frames only (again: all); P: Python frames only, then native
+        frames only (a source that can: the collector), then merged again."""
+        if only == "python" and self.native:
+            self.show_native(False)
+            shown = "merged"
+        elif only == "python" and self.state.frames == "python" and self.show_native(True):
+            self.state.frames, shown = "all", "native"
+        else:
+            shown = self.state.toggle_frames(only)
         self.notify(f"showing {shown} frames", title="frames")
         if self.shown is not None:
             self.show(self.shown)

@@ -32,6 +32,7 @@ from bpftop.tui.collect.early import (
     EarlyFeed,
     Qualities,
     bpf_qualities,
+    next_deadline,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, trim_heap
@@ -152,6 +153,10 @@ class Collector:
         self._commands.request_thread(tid)
         self._wake.set()
 
+    def show_native_frames(self, on: bool) -> None:
+        self._commands.request_native(on)
+        self._wake.set()
+
     def switch_probe(self, text: str) -> None:
         """Make the probe spec ``text`` the active one (answered in the next snapshot's
         ``probe_message``; a rejected spec leaves the running probe as it was)."""
@@ -266,7 +271,7 @@ class Collector:
             if woken:
                 self._wake.clear()  # a request: answer now, keep the tick rhythm
             else:
-                deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
+                deadline = next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
             if self._process.exited() and not self._followed.alive():
@@ -392,9 +397,3 @@ class Collector:
 
 
 _UNREAD = Profile()  # the empty tree and table of headless ticks
-
-
-def _next_deadline(deadline: float, interval_s: float, now: float) -> float:
-    """The next tick's time; ticks missed while a slow one ran are skipped."""
-    deadline += interval_s
-    return deadline if deadline > now else now + interval_s

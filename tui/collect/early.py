@@ -207,3 +207,9 @@ class BackgroundLoad:
     def succeeded(self) -> bool:
         """The load is over and raised nothing."""
         return self.done.is_set() and self.error is None
+
+
+def next_deadline(deadline: float, interval_s: float, now: float) -> float:
+    """The next tick's time; ticks missed while a slow one ran are skipped."""
+    deadline += interval_s
+    return deadline if deadline > now else now + interval_s
