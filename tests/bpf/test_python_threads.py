@@ -34,7 +34,8 @@ def test_live_threads_carry_their_threading_names() -> None:
     try:
         assert target.stdout is not None
         ids: dict[str, int] = json.loads(target.stdout.readline())
-        watched = Watched(Collector(target.pid, CpuSampler(199), interval_s=0.5))
+        collector = Collector(target.pid, CpuSampler(199), interval_s=0.5, early_sampling=False)
+        watched = Watched(collector)  # BPF samples only: all with Python frames
         try:
             named = watched.wait(
                 lambda s: {"worker-a", "worker-b"} <= {t.name for t in s.threads}, 60

@@ -22,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.header import header_text, placeholder_text, thread_name
+from bpftop.tui.app.header import header_text, placeholder_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
@@ -33,6 +33,7 @@ from bpftop.tui.collect.probe_complete import ProbeCompleter
 from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
 from bpftop.tui.formats.profile_io import write_folded
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
@@ -79,8 +80,10 @@ class BpftopApp(SourceApp):
         export_dir: str | Path | None = None,
         completer: ProbeCompleter | None = None,
         baseline: Baseline | None = None,
+        show_idle: bool = False,
     ) -> None:
-        """``baseline``: compare with it from the start (``bpftop diff``)."""
+        """``baseline``: compare with it from the start (``bpftop diff``);
+        ``show_idle``: idle Python samples shown from the start (--idle)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
@@ -91,6 +94,7 @@ class BpftopApp(SourceApp):
         self.show_lines = False
         self.state = ViewState()
         self.state.baseline = baseline
+        self.state.show_idle = show_idle
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_derived: Derived | None = None
         self.deriving: Background[Derived] = Background(self, "derive")
@@ -143,6 +147,7 @@ class BpftopApp(SourceApp):
     def show(self, snapshot: Snapshot) -> None:
         """Render one snapshot into the header and the view on screen."""
         self.shown = snapshot
+        self.state.idle_applies = idle_applies(snapshot.stats.probe)
         self._refresh_header()
         derived = self._derived()
         if derived is not None:
@@ -189,10 +194,7 @@ class BpftopApp(SourceApp):
         self._refresh_crumbs()
 
     def _refresh_header(self) -> None:
-        name = thread_name(self.shown, self.thread)
-        status = f"⏱ {self.mode_label}" + (f" ({name})" if name else "")
-        if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
-            status += " (switching…)"
+        status = time_status(self.shown, self.mode_label, self.thread)
         text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
         self.query_one("#header", Static).update(text, layout=False)  # always three lines
 
@@ -287,15 +289,7 @@ class BpftopApp(SourceApp):
             self.show(self.shown)
 
     def action_only_frames(self, only: str) -> None:
-        """K, U: those frames only (again: all); P: Python frames only, then native
-        frames only (a source that can: the collector), then merged again."""
-        if only == "python" and self.native:
-            self.show_native(False)
-            shown = "merged"
-        elif only == "python" and self.state.frames == "python" and self.show_native(True):
-            self.state.frames, shown = "all", "native"
-        else:
-            shown = self.state.toggle_frames(only)
+        shown = self.frames_step(self.state, only)
         self.notify(f"showing {shown} frames", title="frames")
         if self.shown is not None:
             self.show(self.shown)
@@ -303,6 +297,12 @@ class BpftopApp(SourceApp):
     def action_toggle_python_functions(self) -> None:
         by_function = self.state.toggle_python_functions()
         self.notify(f"Python frames by {'function' if by_function else 'line'}", title="frames")
+        if self.shown is not None:
+            self.show(self.shown)
+
+    def action_toggle_idle(self) -> None:
+        shown = self.state.toggle_idle()
+        self.notify(f"idle Python samples {'shown' if shown else 'hidden'}", title="idle")
         if self.shown is not None:
             self.show(self.shown)
 

@@ -54,6 +54,16 @@ def thread_name(snapshot: Snapshot | None, tid: int | None) -> str:
     return next((t.name for t in snapshot.threads if t.tid == tid), "")
 
 
+def time_status(snapshot: Snapshot | None, mode_label: str, tid: int | None) -> str:
+    """The header's time mode as asked for (``mode_label``), the thread shown by its
+    name, and whether the snapshot on screen was still built for another mode."""
+    name = thread_name(snapshot, tid)
+    status = f"⏱ {mode_label}" + (f" ({name})" if name else "")
+    if snapshot is not None and snapshot.time_mode not in ("", mode_label):
+        status += " (switching…)"
+    return status
+
+
 def header_text(
     snapshot: Snapshot | None,
     paused: bool,

@@ -23,6 +23,7 @@ from bpftop.bpf.errors import BpftopError
 from bpftop.tui.collect.snapshot_source import ControlledSource, NativeFrames, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
+from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.widgets.visible import VisibleControls
 
 
@@ -124,6 +125,18 @@ class SourceApp(App[None]):
         self.source.select_thread(tid)
         self.on_time_mode()
         self.notify("all threads" if tid is None else f"thread {tid} only", title="threads")
+
+    def frames_step(self, state: ViewState, only: str) -> str:
+        """K, U: those frames only (again: all); P: Python frames only, then native
+        frames only (a source that can: the collector), then merged again. What is
+        shown now."""
+        if only == "python" and self.native:
+            self.show_native(False)
+            return "merged"
+        if only == "python" and state.frames == "python" and self.show_native(True):
+            state.frames = "all"
+            return "native"
+        return state.toggle_frames(only)
 
     def show_native(self, on: bool) -> bool:
         """Ask for native frames only (or the merged stacks again); False if the

@@ -1,13 +1,13 @@
 """The collector thread: drain the kernel, symbolize, aggregate, post snapshots.
 
-One thread does all the slow work; the app (or ``record``) only ever sees the immutable
+One thread does all the slow work; the app (or ``record``) only sees the immutable
 :class:`Snapshot` values it posts. For CPU sampling, perf_event samples
-(:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles on a helper thread, and
-BPF takes over per CPU without gap or overlap; if BPF cannot load, perf_event sampling goes on
-and every snapshot says why. The app's requests (reset, time mode, thread, source lines, probe
-switch: see :mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied between
-ticks, also after the target exited. Each distinct stack is symbolized once, Python frames
-merged in (:mod:`bpftop.tui.collect.stacks`)."""
+(:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles on a helper thread, and BPF
+takes over per CPU without gap or overlap; if BPF cannot load, perf_event sampling goes on and
+every snapshot says why. The app's requests (reset, time mode, thread, native frames, source lines,
+probe switch: :mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied between
+ticks, also after the target exited. Each distinct stack is symbolized once, Python frames merged
+in (:mod:`bpftop.tui.collect.stacks`)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class Collector:
         self._followed = Followed(self._targets[1:], self._symbolizer, sampler, self._labels)
         self._overhead = OverheadMeter()
         self._seq = 0
-        self._stop = threading.Event()
+        self._stop, self._stop_ns = threading.Event(), 0  # stop(): when it was first called
         self._wake = threading.Event()  # a request arrived, or stop
         self.source_lines = False  # asked for by the app (the L key), read between ticks
         self.headless = False  # record: only the last snapshot's tree and table are read
@@ -127,8 +127,9 @@ class Collector:
         self._thread.start()
 
     def stop(self, wait: bool = True) -> None:
-        """Stop sampling (last drain), detach probes, join; idempotent. ``wait`` for a
-        compile still running: nothing of BCC's may be left for its exit hooks."""
+        """Stop sampling (last drain: no perf sample after this call), detach probes,
+        join; idempotent. ``wait`` for a compile still running (BCC's exit hooks)."""
+        self._stop_ns = self._stop_ns or time.monotonic_ns()
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -158,8 +159,7 @@ class Collector:
         self._wake.set()
 
     def switch_probe(self, text: str) -> None:
-        """Make the probe spec ``text`` the active one (answered in the next snapshot's
-        ``probe_message``; a rejected spec leaves the running probe as it was)."""
+        """Attach ``text``'s probe instead (answer: next ``probe_message``; refused: no change)."""
         self._probe_request.put(text)
         self._wake.set()
 
@@ -179,9 +179,10 @@ class Collector:
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
+            self._stacks.python.check_early(self._targets)  # a refused Python: said now
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
-                ended = self._loop(lambda: self._absorb(*feed.tick()), self._loading)
+                ended = self._loop(lambda: self._absorb(*feed.tick(self._stop_ns)), self._loading)
             if ended is None:
                 self._loading.wait()
                 if self._loading.error is not None:
@@ -243,7 +244,7 @@ class Collector:
         self.bpf_problem = str(error)
         self._note = f"perf_event only, BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._note)
-        return bool(self._loop(lambda: self._absorb(*feed.tick())))
+        return bool(self._loop(lambda: self._absorb(*feed.tick(self._stop_ns))))
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
