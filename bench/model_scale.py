@@ -6,11 +6,18 @@ after each tick as the live view does, and prints the nodes made, the CPU
 seconds and the Python heap (tracemalloc; --no-memory for CPU alone).
 With --write, then what writing a file costs: the tree read into a
 ``SavedProfile`` (``from_tree``) and each format encoded, in CPU seconds and
-in resident memory above what the profile held (VmHWM, reset first):
+in resident memory above what the profile held (VmHWM, reset first).
+With --native, through a ``TimedProfile`` (1 s ticks, its 30 s of kept
+ticks) as the collector adds them: ``none`` the stacks alone; ``kept`` each
+with a native twin (``main`` and 14 interpreter frames, a tuple of its own
+per stack, made while the heap is traced: what the collector's stack cache
+and kept ticks hold for Python stacks); ``shown`` the same with native
+frames only shown (a second store, of the twins):
 
     .venv/bin/python -m bench.model_scale            # 40,000 stacks
     .venv/bin/python -m bench.model_scale --stacks 10000 --no-memory
     .venv/bin/python -m bench.model_scale --no-memory --write
+    .venv/bin/python -m bench.model_scale --native kept
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from bpftop.symbols.frame import Frame
 from bpftop.tui.formats.profile_io import saved_writer
 from bpftop.tui.formats.saved import ProfileMeta, from_tree
 from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.timemode import TimedProfile
 
 PER_TICK = 900
 
@@ -35,6 +43,7 @@ def main() -> None:
     parser.add_argument("--stacks", type=int, default=40_000)
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--write", action="store_true", help="then time writing each format")
+    parser.add_argument("--native", choices=("none", "kept", "shown"), help="see above")
     args = parser.parse_args()
     rng = random.Random(1)
     functions = [Frame(f"f{i}", "scale", 0) for i in range(200)]
@@ -45,22 +54,41 @@ def main() -> None:
     ]
     if not args.no_memory:
         tracemalloc.start()
-    profile = Profile()
     started = time.process_time()
-    for at in range(0, len(stacks), PER_TICK):
+    kept = timed(stacks, args.native, main_frame) if args.native else None
+    profile = kept.current if kept is not None else Profile()
+    for at in range(0, len(stacks), PER_TICK) if kept is None else ():
         for stack in stacks[at : at + PER_TICK]:
             profile.add("scale", stack, 1)
         profile.tree()
         profile.hot_functions(limit=500)
     cpu_s = time.process_time() - started
-    line = f"{args.stacks} stacks, {profile.store.size:,} nodes: {cpu_s:.2f} CPU-s"
+    nodes = f"{profile.store.size:,}"
+    if kept is not None and kept.current is not kept.cumulative:
+        nodes = f"{kept.cumulative.store.size:,} + {nodes} (shown)"
+    line = f"{args.stacks} stacks, {nodes} nodes: {cpu_s:.2f} CPU-s"
     if not args.no_memory:
         held, peak = tracemalloc.get_traced_memory()
-        line += f", heap {held / 2**20:.0f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
+        line += f", heap {held / 2**20:.1f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
     print(line)
     if args.write:
         tracemalloc.stop()
         write(profile)
+
+
+def timed(stacks: list[tuple[Frame, ...]], native: str, main_frame: Frame) -> TimedProfile:
+    """The stacks added through a TimedProfile (see the module's docstring)."""
+    interpreter = [Frame(f"_Py{i}", "/usr/bin/python3.11", 0) for i in range(14)]
+    t = TimedProfile()
+    t.select_native(native == "shown")
+    for at in range(0, len(stacks), PER_TICK):
+        for stack in stacks[at : at + PER_TICK]:
+            twin = (main_frame, *interpreter) if native != "none" else None
+            t.add("scale", stack, 1, native=twin)
+        t.end_tick(1.0)
+        t.current.tree()
+        t.current.hot_functions(limit=500)
+    return t
 
 
 def _status_mib(field: str) -> int:

@@ -59,7 +59,9 @@ class Frame:
     ``function`` is the name for display (demangled); ``mangled`` keeps the
     symbol as the file spells it when demangling changed it (for export).
     ``inlined`` marks a frame that DWARF says was inlined into the frame that
-    follows it in the stack; ``file``/``line`` are source positions when known.
+    follows it in the stack; ``file``/``line`` are source positions when known;
+    ``start_line`` is the first line of a Python frame's function (its code
+    object's ``co_firstlineno``: pprof's ``Function.start_line``).
     """
 
     function: str | None
@@ -71,6 +73,7 @@ class Frame:
     inlined: bool = False
     file: str | None = None
     line: int | None = None
+    start_line: int | None = None
 
     @property
     def module_name(self) -> str:

@@ -110,7 +110,10 @@ class CodeNames:
         if instr_index >= 0:
             line = line_of(code.linetable, code.firstlineno, instr_index) or line
         name = python_label(code.qualname, code.filename, line)
-        return Frame(name, code.filename, 2 * max(0, instr_index), file=code.filename, line=line)
+        offset = 2 * max(0, instr_index)
+        return Frame(
+            name, code.filename, offset, file=code.filename, line=line, start_line=code.firstlineno
+        )
 
     def _code(self, addr: int, ident: int) -> _Code | Unresolved:
         cached = self._cache.get(addr)
@@ -132,21 +135,21 @@ class CodeNames:
 
 
 def _read_code(mem: object, addr: int, code_type: int) -> _Code | None:
-    head = _read(mem, addr, LINETABLE + 8)
-    if head is None or _u64(head, OB_TYPE) != code_type:
+    head = read_at(mem, addr, LINETABLE + 8)
+    if head is None or u64(head, OB_TYPE) != code_type:
         return None
     firstlineno = int.from_bytes(head[FIRSTLINENO : FIRSTLINENO + 4], "little", signed=True)
-    filename_at, qualname_at = _u64(head, FILENAME), _u64(head, QUALNAME)
-    qualname_hash = _read(mem, qualname_at + STR_HASH, 8) if qualname_at else None
-    filename, qualname = _string(mem, filename_at), _string(mem, qualname_at)
-    table = _bytes(mem, _u64(head, LINETABLE))
+    filename_at, qualname_at = u64(head, FILENAME), u64(head, QUALNAME)
+    qualname_hash = read_at(mem, qualname_at + STR_HASH, 8) if qualname_at else None
+    filename, qualname = read_string(mem, filename_at), read_string(mem, qualname_at)
+    table = _bytes(mem, u64(head, LINETABLE))
     if filename is None or qualname is None or table is None or qualname_hash is None:
         return None
-    ident = code_ident(firstlineno, filename_at, qualname_at, _u64(qualname_hash, 0))
+    ident = code_ident(firstlineno, filename_at, qualname_at, u64(qualname_hash, 0))
     return _Code(qualname, filename, firstlineno, table, ident)
 
 
-def _read(mem: object, addr: int, size: int) -> bytes | None:
+def read_at(mem: object, addr: int, size: int) -> bytes | None:
     try:
         mem.seek(addr)  # type: ignore[attr-defined]
         data: bytes = mem.read(size)  # type: ignore[attr-defined]
@@ -155,22 +158,22 @@ def _read(mem: object, addr: int, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-def _u64(data: bytes, at: int) -> int:
+def u64(data: bytes, at: int) -> int:
     return int.from_bytes(data[at : at + 8], "little")
 
 
-def _string(mem: object, addr: int) -> str | None:
-    head = _read(mem, addr, ASCII_DATA) if addr else None
+def read_string(mem: object, addr: int) -> str | None:
+    head = read_at(mem, addr, ASCII_DATA) if addr else None
     if head is None:
         return None
     length, state = (
-        _u64(head, STR_LENGTH),
+        u64(head, STR_LENGTH),
         int.from_bytes(head[STR_STATE : STR_STATE + 4], "little"),
     )
     kind, compact, ascii_ = (state >> 2) & 7, (state >> 5) & 1, (state >> 6) & 1
     if not compact or length > MAX_STRING or kind not in (1, 2, 4):
         return None
-    data = _read(mem, addr + (ASCII_DATA if ascii_ else COMPACT_DATA), length * kind)
+    data = read_at(mem, addr + (ASCII_DATA if ascii_ else COMPACT_DATA), length * kind)
     if data is None:
         return None
     codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[kind]
@@ -178,10 +181,10 @@ def _string(mem: object, addr: int) -> str | None:
 
 
 def _bytes(mem: object, addr: int) -> bytes | None:
-    head = _read(mem, addr, BYTES_DATA) if addr else None
-    if head is None or _u64(head, BYTES_SIZE) > MAX_LINETABLE:
+    head = read_at(mem, addr, BYTES_DATA) if addr else None
+    if head is None or u64(head, BYTES_SIZE) > MAX_LINETABLE:
         return None
-    return _read(mem, addr + BYTES_DATA, _u64(head, BYTES_SIZE))
+    return read_at(mem, addr + BYTES_DATA, u64(head, BYTES_SIZE))
 
 
 def line_of(table: bytes, firstlineno: int, instr_index: int) -> int | None:

@@ -28,6 +28,8 @@ from bpftop.symbols.maps import MapEntry, parse_line
 PROC_ROOT = "/proc"
 _INTERPRETER = re.compile(r"(?:^|/)(?:python3\.\d+[a-z]*|libpython3\.\d+[a-z]*\.so[.\d]*)$")
 SYMBOLS = ("_PyRuntime", "Py_Version", "PyCode_Type", "_PyEval_EvalFrameDefault")
+# The types python_objects checks every object it reads against (all in .dynsym).
+TYPE_SYMBOLS = ("PyDict_Type", "PyUnicode_Type", "PyLong_Type", "PyModule_Type", "PyType_Type")
 # CPython 3.11 on x86-64 (DESIGN §5d), what the walker and the reader rely on.
 AUTO_TSS_KEY = 592  # _PyRuntime.gilstate.autoTSSkey
 CODE_BASICSIZE = 184  # sizeof(PyCodeObject) without bytecode: where it starts
@@ -44,6 +46,17 @@ MAX_MEMBERS = 64
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectTypes:
+    """Addresses of the builtin types (``&PyDict_Type``...) in the process; 0: not found."""
+
+    dict_type: int = 0
+    str_type: int = 0
+    int_type: int = 0
+    module_type: int = 0
+    type_type: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class PythonRuntime:
     """A verified CPython 3.11: where its runtime is, in the process's addresses."""
 
@@ -54,6 +67,7 @@ class PythonRuntime:
     load_bias: int
     code_type: int = 0  # &PyCode_Type
     eval_range: tuple[int, int] = (0, 0)  # [start, end) of _PyEval_EvalFrameDefault (hot part)
+    types: ObjectTypes = ObjectTypes()
 
     @property
     def tss_key_addr(self) -> int:
@@ -134,12 +148,12 @@ def _read_elf(
                 section = elf.get_section_by_name(name)
                 if not isinstance(section, SymbolTableSection):
                     continue
-                for symbol in SYMBOLS:
+                for symbol in SYMBOLS + TYPE_SYMBOLS:
                     found = section.get_symbol_by_name(symbol)
                     if found and found[0]["st_value"]:
                         symbols.setdefault(symbol, found[0]["st_value"])
                         sizes.setdefault(symbol, found[0]["st_size"])
-                if len(symbols) == len(SYMBOLS):
+                if len(symbols) == len(SYMBOLS) + len(TYPE_SYMBOLS):
                     break  # .dynsym had them all: the larger .symtab is not read
     except (OSError, ELFError, ValueError):
         return None
@@ -171,8 +185,9 @@ def _check(
         symbols.get("_PyEval_EvalFrameDefault.end", -bias) + bias,
     )
     code_type = symbols["PyCode_Type"] + bias
+    types = ObjectTypes(*(symbols[name] + bias if name in symbols else 0 for name in TYPE_SYMBOLS))
     return PythonRuntime(
-        pid, path, version, symbols["_PyRuntime"] + bias, bias, code_type, eval_range
+        pid, path, version, symbols["_PyRuntime"] + bias, bias, code_type, eval_range, types
     )
 
 

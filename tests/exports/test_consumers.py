@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import jsonschema
 import pytest
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.formats.pprof import profile_pb2 as pb2
 from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import SavedProfile, from_tree
 from bpftop.tui.model.profile import Profile
@@ -152,3 +154,25 @@ def test_python_functions_are_functions_with_their_file_in_pprof_and_speedscope(
     jsonschema.validate(json.loads(js.read_text()), speedscope_schema())
     for path in (pb, js):
         assert read_saved(path).stacks == original.stacks
+
+
+def test_python_functions_carry_their_first_line_in_pprof(tmp_path: Path) -> None:
+    """A Python frame's ``start_line`` (its code object's co_firstlineno) is its
+    pprof function's ``start_line``: Go's pprof shows it (``s=20``), a native
+    function has none, and bpftop reads it back."""
+    profile = Profile()
+    for line, count in ((25, 6), (26, 3)):
+        burn = Frame(
+            f"burn (/w/app.py:{line})", "/w/app.py", 0, file="/w/app.py", line=line, start_line=20
+        )
+        profile.add("python3", (MAIN, burn), count)
+    original = from_tree(profile.tree(), META)
+    assert {f.start_line for s in original.stacks for f in s.frames} == {0, 20}
+    path = tmp_path / "p.pb.gz"
+    write_saved(original, path, "pprof")
+    _, text = go_pprof_raw(path)
+    assert "burn /w/app.py:25 s=20" in text and "burn /w/app.py:26 s=20" in text, text
+    decoded = pb2.Profile.FromString(gzip.decompress(path.read_bytes()))
+    starts = {decoded.string_table[f.name]: f.start_line for f in decoded.function}
+    assert starts == {"main": 0, "burn": 20}
+    assert read_saved(path).stacks == original.stacks

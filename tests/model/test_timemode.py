@@ -165,3 +165,39 @@ def test_fast_path_survives_a_stack_removed_and_added_again() -> None:
     assert same(p, expected)
     p.add("app", B, 1)  # fast path again, on the new nodes
     assert p.total_samples == 7 and p.hot_functions() == hot_from_tree(p.tree())
+
+
+def labels(p: Profile) -> set[str]:
+    found, stack = set(), [p.tree()]
+    while stack:
+        node = stack.pop()
+        found.add(node.label)
+        stack.extend(node.children)
+    return found
+
+
+def test_native_frames_project_python_stacks_from_the_kept_ticks_on() -> None:
+    """A stack with Python frames comes with its native frames; native frames
+    only shows those (a stack without Python frames as it is), from the kept
+    ticks on, on a store of its own; off again, the merged stacks as before."""
+    py = (u("main"), Frame("run (/w/app.py:3)", "/w/app.py", 0))
+    native = (u("main"), Frame("_PyEval_EvalFrameDefault", "/usr/bin/python3.11", 0))
+    t = TimedProfile(TimeSetting(TimeMode.WINDOW, window_s=2.0))
+    t.add("app", py, 2, native=native)
+    t.add("app", A, 1)
+    t.end_tick(1.0)
+    merged_store = t.current.store
+    c = Commands()
+    c.request_native(True)
+    assert c.apply(t) and t.native and t.label == "last 2s, native frames"
+    assert "_PyEval_EvalFrameDefault" in labels(t.current)
+    assert "run (/w/app.py:3)" not in labels(t.current) and "a" in labels(t.current)
+    assert t.current.store is not merged_store and t.current.total_samples == 3
+    for _ in range(2):  # the first tick leaves the window: taken back as it was added
+        t.add("app", py, 5, native=native)
+        t.end_tick(1.0)
+    assert t.current.total_samples == 10 and "a" not in labels(t.current)
+    t.select_native(False)
+    assert "run (/w/app.py:3)" in labels(t.current) and t.current.total_samples == 10
+    assert t.cumulative.total_samples == 13
+    assert "_PyEval_EvalFrameDefault" not in labels(t.cumulative)

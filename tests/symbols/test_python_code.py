@@ -73,6 +73,7 @@ def test_live_code_objects_are_named_and_a_wrong_address_is_a_miss() -> None:
     assert first.function == f"hot_a ({WORKLOAD}:{def_line})"
     assert (first.file, first.line, first.module) == (str(WORKLOAD), def_line, str(WORKLOAD))
     assert again.function is not None and again.function.startswith("hot_a (")
+    assert first.start_line == again.start_line == def_line, "co_firstlineno, for pprof"
     assert not_code.function is None and not_code.reason is not None
     assert other.function is None and other.reason is Unresolved.CODE_FREED
 

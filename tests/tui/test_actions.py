@@ -260,3 +260,39 @@ async def test_slow_filter_is_derived_in_a_worker_and_shown_when_done(
         assert "hash_payload" not in tree_labels(app) and "send_response" in tree_labels(app)
         await pilot.press("f")  # plain again: no worker needed
         assert "hash_payload" in tree_labels(app)
+
+
+class NativeSource(FakeSource):
+    """A fake source that can show native frames (as the collector can)."""
+
+    def __init__(self) -> None:
+        super().__init__([snapshot_of(BASE)])
+        self.native: list[bool] = []
+
+    def show_native_frames(self, on: bool) -> None:
+        self.native.append(on)
+
+
+async def test_p_cycles_python_only_native_only_and_merged() -> None:
+    """P: Python frames only (a view filter), then native frames only (asked
+    of a source that can; the header says so), then the merged stacks; a source
+    that cannot show native frames goes from Python only back to all."""
+    source = NativeSource()
+    app = BpftopApp(source, 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("P")
+        assert app.state.frames == "python" and source.native == []
+        await pilot.press("P")
+        await pilot.pause()
+        assert app.state.frames == "all" and source.native == [True]
+        assert "native frames" in header(app)
+        await pilot.press("P")
+        await pilot.pause()
+        assert app.state.frames == "all" and source.native == [True, False]
+        assert "native frames" not in header(app)
+    plain = BpftopApp(FakeSource([snapshot_of(BASE)]), 1.0)
+    async with plain.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("P", "P")
+        assert plain.state.frames == "all" and not plain.native

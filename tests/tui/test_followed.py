@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bpftop.bpf.raw import ExitEvent, RawSample, RawTick
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.collect.process_watch import ThreadNames
 from bpftop.tui.collect.targets import Followed, ProcessLabels
+from bpftop.tui.collect.thread_names import ThreadNames
 
 
 class Targets:

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.header import SPARK_CELLS, header_text, minute_of, sparkline
-from bpftop.tui.model.snapshot import Phase, ProcessInfo
+from bpftop.tui.model.snapshot import Phase, ProcessInfo, ThreadShare
 from tests.tui.demo_fixture import demo_snapshot
 from tests.tui.fake_source import FakeSource
 
-from .helpers import SIZE, header
+from .helpers import BASE, SIZE, header, snapshot_of
 
 
 def test_the_sparkline_covers_the_last_minute_of_ticks() -> None:
@@ -80,3 +80,16 @@ def test_a_stopped_target_is_said_once_sampling() -> None:
     compiling = replace(stopped, phase=Phase.COMPILING)
     assert "STOPPED" not in header_text(compiling, False, 1.0).plain
     assert "STOPPED" not in header_text(snap, False, 1.0).plain
+
+
+async def test_the_header_names_the_thread_shown() -> None:
+    """One thread shown: the header gives its name as the Threads view does
+    (Python's threading name where bpftop could read it)."""
+    snap = replace(snapshot_of(BASE), threads=(ThreadShare(7, "worker-a", 5),))
+    app = BpftopApp(FakeSource([snap]), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "worker-a" not in header(app)
+        app.select_thread(7)
+        await pilot.pause()
+        assert "thread 7 (worker-a)" in header(app)

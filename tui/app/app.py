@@ -22,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.header import header_text, placeholder_text
+from bpftop.tui.app.header import header_text, placeholder_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
@@ -194,9 +194,7 @@ class BpftopApp(SourceApp):
         self._refresh_crumbs()
 
     def _refresh_header(self) -> None:
-        status = f"⏱ {self.mode_label}"
-        if self.shown is not None and self.shown.time_mode not in ("", self.mode_label):
-            status += " (switching…)"
+        status = time_status(self.shown, self.mode_label, self.thread)
         text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
         self.query_one("#header", Static).update(text, layout=False)  # always three lines
 
@@ -291,7 +289,7 @@ class BpftopApp(SourceApp):
             self.show(self.shown)
 
     def action_only_frames(self, only: str) -> None:
-        shown = self.state.toggle_frames(only)
+        shown = self.frames_step(self.state, only)
         self.notify(f"showing {shown} frames", title="frames")
         if self.shown is not None:
             self.show(self.shown)

@@ -46,6 +46,24 @@ def sparkline(values: Sequence[float], width: int = 20) -> str:
     return "".join(SPARK[min(7, int(8 * v / top))] if v > 0 else " " for v in shown)
 
 
+def thread_name(snapshot: Snapshot | None, tid: int | None) -> str:
+    """How the Threads view names thread ``tid`` (Python's ``threading`` name, or
+    its comm) in ``snapshot``; "" when it is not there."""
+    if snapshot is None or tid is None:
+        return ""
+    return next((t.name for t in snapshot.threads if t.tid == tid), "")
+
+
+def time_status(snapshot: Snapshot | None, mode_label: str, tid: int | None) -> str:
+    """The header's time mode as asked for (``mode_label``), the thread shown by its
+    name, and whether the snapshot on screen was still built for another mode."""
+    name = thread_name(snapshot, tid)
+    status = f"⏱ {mode_label}" + (f" ({name})" if name else "")
+    if snapshot is not None and snapshot.time_mode not in ("", mode_label):
+        status += " (switching…)"
+    return status
+
+
 def header_text(
     snapshot: Snapshot | None,
     paused: bool,

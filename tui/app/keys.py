@@ -134,7 +134,8 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     ),
     KeyHelp(
         "only_frames",
-        "user frames only, kernel frames only, Python frames only (again: all frames)",
+        "user frames only, kernel frames only (again: all frames); Python frames only, "
+        "again: native frames only (the interpreter's own, live), again: merged",
     ),
     KeyHelp("all_threads", "all threads again"),
     KeyHelp(

@@ -20,9 +20,10 @@ from textual.notifications import SeverityLevel
 
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError
-from bpftop.tui.collect.snapshot_source import ControlledSource, SnapshotSource
+from bpftop.tui.collect.snapshot_source import ControlledSource, NativeFrames, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
+from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.widgets.visible import VisibleControls
 
 
@@ -53,6 +54,7 @@ class SourceApp(App[None]):
         self._source_stopped = False
         self.time_setting = TimeSetting()
         self.thread: int | None = None
+        self.native = False  # native frames only asked for (P, after Python only)
         self._visible_controls = VisibleControls()
         self.crash: str | None = None
         """Set when the app crashed (Textual ends it): the one line to print."""
@@ -112,7 +114,7 @@ class SourceApp(App[None]):
     @property
     def mode_label(self) -> str:
         """The mode (and thread) the next snapshots are asked to be built for."""
-        return mode_label(self.time_setting, self.thread)
+        return mode_label(self.time_setting, self.thread, self.native)
 
     def select_thread(self, tid: int | None) -> None:
         """Ask for one thread's stacks only (None: all threads)."""
@@ -123,6 +125,28 @@ class SourceApp(App[None]):
         self.source.select_thread(tid)
         self.on_time_mode()
         self.notify("all threads" if tid is None else f"thread {tid} only", title="threads")
+
+    def frames_step(self, state: ViewState, only: str) -> str:
+        """K, U: those frames only (again: all); P: Python frames only, then native
+        frames only (a source that can: the collector), then merged again. What is
+        shown now."""
+        if only == "python" and self.native:
+            self.show_native(False)
+            return "merged"
+        if only == "python" and state.frames == "python" and self.show_native(True):
+            state.frames = "all"
+            return "native"
+        return state.toggle_frames(only)
+
+    def show_native(self, on: bool) -> bool:
+        """Ask for native frames only (or the merged stacks again); False if the
+        source cannot (a saved profile keeps the frames it has)."""
+        if not isinstance(self.source, NativeFrames):
+            return False
+        self.native = on
+        self.source.show_native_frames(on)
+        self.on_time_mode()
+        return True
 
     def action_all_threads(self) -> None:
         if self.thread is not None:

@@ -1,14 +1,13 @@
 """The collector thread: drain the kernel, symbolize, aggregate, post snapshots.
 
-One thread does all the slow work; the app (or ``record``) only ever sees the
-immutable :class:`Snapshot` values it posts. For CPU sampling, perf_event
-samples (:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles
-on a helper thread, and BPF takes over per CPU without gap or overlap; if BPF
-cannot load, perf_event sampling goes on and every snapshot says why. The
-app's requests (reset, time mode, thread, source lines, probe switch: see
-:mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied
-between ticks, also after the target exited. Each distinct stack is
-symbolized once, Python frames merged in (:mod:`bpftop.tui.collect.stacks`)."""
+One thread does all the slow work; the app (or ``record``) only sees the immutable
+:class:`Snapshot` values it posts. For CPU sampling, perf_event samples
+(:mod:`bpftop.tui.collect.early`) fill the profile while BCC compiles on a helper thread, and BPF
+takes over per CPU without gap or overlap; if BPF cannot load, perf_event sampling goes on and
+every snapshot says why. The app's requests (reset, time mode, thread, native frames, source lines,
+probe switch: :mod:`bpftop.tui.collect.probe_profiles`) wake the thread and are applied between
+ticks, also after the target exited. Each distinct stack is symbolized once, Python frames merged
+in (:mod:`bpftop.tui.collect.stacks`)."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ from bpftop.tui.collect.early import (
     next_deadline,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_heap
+from bpftop.tui.collect.process_watch import ProcessWatch, trim_heap
 from bpftop.tui.collect.sampler import Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
@@ -47,6 +46,7 @@ from bpftop.tui.collect.targets import (
     release,
     resume,
 )
+from bpftop.tui.collect.thread_names import ThreadNames
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -93,7 +93,7 @@ class Collector:
         self._probe_request = ProbeRequest()
         self._probe_message = ""
         self._commands = Commands()
-        self._threads = ThreadNames()
+        self._threads = ThreadNames(python_of=self._stacks.python.runtime)
         self._process: ProcessWatch | SystemWatch = (
             SystemWatch(self._threads) if system_wide else ProcessWatch(pid)
         )
@@ -154,9 +154,12 @@ class Collector:
         self._commands.request_thread(tid)
         self._wake.set()
 
+    def show_native_frames(self, on: bool) -> None:
+        self._commands.request_native(on)
+        self._wake.set()
+
     def switch_probe(self, text: str) -> None:
-        """Make the probe spec ``text`` the active one (answered in the next snapshot's
-        ``probe_message``; a rejected spec leaves the running probe as it was)."""
+        """Attach ``text``'s probe instead (answer: next ``probe_message``; refused: no change)."""
         self._probe_request.put(text)
         self._wake.set()
 
@@ -350,8 +353,8 @@ class Collector:
             self._on_exec(tgid)
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
+        self._stacks.python.note(tick)  # first: a process found Python names its threads
         self._threads.note(tick)
-        self._stacks.python.note(tick)
         active = self._probes.active
         for sample in tick.samples:
             active.add(self._label(sample.tgid), self._stacks.lookup(sample), sample, self.headless)

@@ -39,9 +39,13 @@ class ProbeState:
         """One sample record of ``stack``: its count into the profile, or a weighted
         probe's nanoseconds (and, with ``count_hits``, its count into ``stack_events``)."""
         if not self.weighted:
-            self.profile.add(label, stack.frames, sample.count, sample.tid, stack.unknown)
+            self.profile.add(
+                label, stack.frames, sample.count, sample.tid, stack.unknown, stack.native
+            )
             return
-        self.profile.add(label, stack.frames, sample.weight_ns, sample.tid, stack.unknown)
+        self.profile.add(
+            label, stack.frames, sample.weight_ns, sample.tid, stack.unknown, stack.native
+        )
         if count_hits:
             self.stack_events.add(label, stack.frames, sample.count)
 
@@ -72,6 +76,8 @@ class ProbeProfiles:
             profile.set_mode(current.setting)
         if profile.thread != current.thread:
             profile.select_thread(current.thread)
+        if profile.native != current.native:
+            profile.select_native(current.native)
         return self.active
 
     @property

@@ -1,8 +1,7 @@
 """Facts about the profiled process, tick to tick.
 
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
-exited: a process lives while any of its threads does), :class:`ThreadNames`
-(tid -> name from /proc, once per thread, for every process sampled) and
+exited: a process lives while any of its threads does) and
 :func:`trim_heap` (bpftop's own freed memory back to the system).
 Used only from the collector thread.
 """
@@ -18,7 +17,6 @@ import os
 import psutil
 
 from bpftop.bpf.errors import NoSuchProcessError
-from bpftop.bpf.raw import RawTick
 from bpftop.tui.model.snapshot import ProcessInfo
 
 
@@ -103,69 +101,6 @@ def any_thread_alive(pid: int) -> bool:
         if fields and fields[0] not in ("Z", "X", "x"):
             return True
     return False
-
-
-class ThreadNames:
-    """tid -> thread name for every sampled thread of every process (-p -p,
-    --children, -a), read from /proc once per new thread (exits name the rest).
-
-    ``names`` gives ``comm``, or ``comm pid:tid`` where several sampled threads
-    share a name (so they can be told apart in the Threads view); ``processes``
-    and ``threads`` count what was sampled (the -a summary).
-    """
-
-    def __init__(self, proc_root: str = "/proc") -> None:
-        self._proc = proc_root
-        self._comm: dict[int, str] = {}
-        self._tgid: dict[int, int] = {}
-        self._labels: dict[int, str] = {}
-        self._dirty = False
-
-    @property
-    def names(self) -> dict[int, str]:
-        if self._dirty:
-            self._labels = self._label()
-            self._dirty = False
-        return self._labels
-
-    @property
-    def threads(self) -> int:
-        return len(self._tgid)
-
-    @property
-    def processes(self) -> int:
-        return len(set(self._tgid.values()))
-
-    def note(self, tick: RawTick) -> None:
-        for ev in tick.exits:  # the name at exit is the thread's last
-            if ev.comm or ev.tid not in self._comm:
-                self._set(ev.tid, ev.tgid, ev.comm)
-        for sample in tick.samples:
-            if sample.tid not in self._comm:
-                self._set(sample.tid, sample.tgid, self._read(sample.tgid, sample.tid))
-
-    def _set(self, tid: int, tgid: int, comm: str) -> None:
-        self._comm[tid] = comm
-        self._tgid[tid] = tgid
-        self._dirty = True
-
-    def _read(self, tgid: int, tid: int) -> str:
-        """The thread's comm (any process's: /proc/TGID/task/TID)."""
-        try:
-            path = f"{self._proc}/{tgid}/task/{tid}/comm"
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read().strip()
-        except OSError:
-            return ""
-
-    def _label(self) -> dict[int, str]:
-        seen: dict[str, int] = {}
-        for comm in self._comm.values():
-            seen[comm] = seen.get(comm, 0) + 1
-        return {
-            tid: comm if seen[comm] == 1 or not comm else f"{comm} {self._tgid[tid]}:{tid}"
-            for tid, comm in self._comm.items()
-        }
 
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter

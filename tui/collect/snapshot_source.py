@@ -66,3 +66,13 @@ class ProbeSwitching(Protocol):
     def switch_probe(self, text: str) -> None:
         """Attach this probe spec instead; the answer comes in ``Snapshot.probe_message``."""
         ...
+
+
+@runtime_checkable
+class NativeFrames(Protocol):
+    """A source that can show native frames only for Python stacks (the collector)."""
+
+    def show_native_frames(self, on: bool) -> None:
+        """Build the next snapshots from native frames only (the interpreter's own
+        where Python frames were merged in), or from the merged stacks again."""
+        ...

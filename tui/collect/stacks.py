@@ -38,13 +38,21 @@ StackKey = tuple[int, bytes, bytes, bytes]
 
 
 class Stack:
-    """One distinct stack, symbolized: its frames and its unknown-frame reasons."""
+    """One distinct stack, symbolized: its frames, its unknown-frame reasons and,
+    for a stack with Python frames, its native frames (as --no-python shows it:
+    the interpreter's own frames where the merge put Python's; frames shared)."""
 
-    __slots__ = ("frames", "unknown")
+    __slots__ = ("frames", "native", "unknown")
 
-    def __init__(self, frames: tuple[Frame, ...], unknown: tuple[UnknownKey, ...]) -> None:
+    def __init__(
+        self,
+        frames: tuple[Frame, ...],
+        unknown: tuple[UnknownKey, ...],
+        native: tuple[Frame, ...] | None = None,
+    ) -> None:
         self.frames = frames
         self.unknown = unknown
+        self.native = native
 
 
 class StackCache:
@@ -99,14 +107,21 @@ class StackCache:
         else:
             user = symbolizer.user_frames(sample.tgid, sample.user_stack)
         cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
+        native = user
         if sample.python_stack:  # Python frames in place of the eval loop's
             user = self.python.merged(sample, user)
-        kernel = symbolizer.kernel_frames(sample.kernel_stack)
+        kernel = tuple(reversed(symbolizer.kernel_frames(sample.kernel_stack)))
         head = (MISSING_USER_STACK,) if sample.user_error else ()
-        frames = head + tuple(reversed(user)) + tuple(reversed(kernel))
+        frames = self._relabeled(head + tuple(reversed(user)) + kernel)
+        if user is native:
+            return Stack(frames, unknown_keys(frames, cut))
+        natives = self._relabeled(head + tuple(reversed(native)) + kernel)
+        return Stack(frames, unknown_keys(frames, cut), natives)
+
+    def _relabeled(self, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
         if self._offsets or self._mangled:
-            frames = tuple(relabel(f, self._offsets, self._mangled) for f in frames)
-        return Stack(frames, unknown_keys(frames, cut))
+            return tuple(relabel(f, self._offsets, self._mangled) for f in frames)
+        return frames
 
 
 def _packed(addresses: Sequence[int]) -> bytes:

@@ -31,8 +31,9 @@ from bpftop.bpf.errors import UsageError
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.process import read_start_time
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.collect.process_watch import ThreadNames, any_thread_alive
+from bpftop.tui.collect.process_watch import any_thread_alive
 from bpftop.tui.collect.sampler import Sampler
+from bpftop.tui.collect.thread_names import ThreadNames
 from bpftop.tui.model.snapshot import ProcessInfo
 
 MAX_PARENTS = 65536  # forks remembered for naming children that exit unseen

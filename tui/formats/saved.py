@@ -47,6 +47,7 @@ class SavedFrame:
     line: int = 0  # 0: unknown
     inlined: bool = False
     unresolved: bool = False
+    start_line: int = 0  # a Python function's first line (0: unknown)
 
     @property
     def source(self) -> str:
@@ -167,11 +168,13 @@ def python_function(frame: SavedFrame) -> str | None:
     return None if frame.kernel else python_qualname(frame.name, frame.module, frame.line)
 
 
-def python_frame(function: str, path: str, line: int) -> SavedFrame:
-    """The frame ``python_function`` took apart, from its function, source path and line."""
+def python_frame(function: str, path: str, line: int, start_line: int = 0) -> SavedFrame:
+    """The frame ``python_function`` took apart, from its function, source path and
+    line (and its function's first line, when known)."""
     return SavedFrame(
-        python_label(function, path, line), path, file=path.rsplit("/", 1)[-1], line=line
-    )
+        python_label(function, path, line), path, file=path.rsplit("/", 1)[-1], line=line,
+        start_line=start_line,
+    )  # fmt: skip
 
 
 def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile:
@@ -188,14 +191,13 @@ def cap_depth(saved: SavedProfile, max_frames: int = MAX_FRAMES) -> SavedProfile
     return replace(saved, stacks=tuple(stacks), truncated=saved.truncated + cut)
 
 
-def _saved_frame(key: NodeKey, flags: int, source: str) -> SavedFrame:
+def _saved_frame(key: NodeKey, flags: int, source: str, start_line: int) -> SavedFrame:
     label, module, kernel = key
     file, _, line = source.rpartition(":")
     if not file or not line.isdigit():
         file, line = source, "0"
-    return SavedFrame(
-        label, module, kernel, file, int(line), bool(flags & INLINED), bool(flags & UNRESOLVED)
-    )
+    inlined, unresolved = bool(flags & INLINED), bool(flags & UNRESOLVED)
+    return SavedFrame(label, module, kernel, file, int(line), inlined, unresolved, start_line)
 
 
 def from_tree(tree: CallNode, meta: ProfileMeta, events: CallNode | None = None) -> SavedProfile:
@@ -272,7 +274,9 @@ class _FrameTable:
         if found is None:
             found = self._index[code] = len(self.made)
             key, source = divmod(code, len(self._texts))
-            self.made.append(_saved_frame(self._live.keys[key // 4], key % 4, self._texts[source]))
+            node_key = self._live.keys[key // 4]
+            start = self._live.start_lines.get(node_key, 0)
+            self.made.append(_saved_frame(node_key, key % 4, self._texts[source], start))
         return found
 
 
@@ -315,7 +319,10 @@ def to_frame(saved: SavedFrame) -> Frame:
             return unnamed
         if found is not None and found.group(1) == unnamed.module_name:
             return Frame(None, saved.module, int(found.group(2), 16), saved.kernel)
-    return Frame(saved.name, saved.module, 0, saved.kernel, None, None, saved.inlined, file, line)
+    start = saved.start_line or None
+    return Frame(
+        saved.name, saved.module, 0, saved.kernel, None, None, saved.inlined, file, line, start
+    )
 
 
 def to_profile(saved: SavedProfile) -> Profile:

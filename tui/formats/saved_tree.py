@@ -67,4 +67,7 @@ def build_tree(saved: SavedProfile) -> LiveNode:
         sources = {
             node: sourced[key] for node, key in zip(at.tolist(), key_id[at].tolist(), strict=True)
         }
-    return merged_root(merged, flags.astype(np.uint8), store.keys, store.key_ids, sources)
+    start_lines = {store.keys[key]: f.start_line for key, f in ids.first.items() if f.start_line}
+    return merged_root(
+        merged, flags.astype(np.uint8), store.keys, store.key_ids, sources, start_lines
+    )

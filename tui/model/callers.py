@@ -109,6 +109,7 @@ def _callers_tree(live: LiveTree, key: NodeKey, levels: list[CallerLevel]) -> Li
         _joined([np.array(ends, np.int64), key_id]).astype(np.int32),
         _joined([np.zeros(2, np.uint8), live.flags[origin] & (INLINED | UNRESOLVED)]),
         total - _joined(passed), total, keys, key_ids, sources_from(live, origin, 2),
+        live.start_lines,
     ).root()  # fmt: skip
 
 

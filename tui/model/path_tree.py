@@ -138,12 +138,13 @@ def merged_root(
     keys: list[NodeKey],
     key_ids: dict[NodeKey, int] | None = None,
     sources: dict[int, str] | None = None,
+    start_lines: dict[NodeKey, int] | None = None,
 ) -> LiveNode:
     """The root of a ``LiveTree`` of merged paths, nodes keyed by ``merged.key_id``
     (indices into ``keys``; ``key_ids`` its inverse, made if not given)."""
     return tree_from_parents(
         merged.parent, merged.depth, merged.key_id, flags, merged.self_count, merged.total,
-        keys, key_ids, sources,
+        keys, key_ids, sources, start_lines,
     ).root()  # fmt: skip
 
 
@@ -157,6 +158,7 @@ def tree_from_parents(
     keys: list[NodeKey],
     key_ids: dict[NodeKey, int] | None = None,
     sources: dict[int, str] | None = None,
+    start_lines: dict[NodeKey, int] | None = None,
 ) -> LiveTree:
     """A ``LiveTree`` of nodes given by their columns (node 0 is the root; any
     order otherwise), keyed by indices into ``keys`` (``key_ids`` its inverse,
@@ -167,6 +169,7 @@ def tree_from_parents(
     shape = Shape(
         parent=parent, depth=depth, key_id=key_id, flags=flags, first_child=first_child,
         next_sibling=next_sibling, keys=keys, key_ids=key_ids, sources=sources or {},
+        start_lines=start_lines,
     )  # fmt: skip
     return LiveTree(shape, self_count, total)
 

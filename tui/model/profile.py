@@ -328,7 +328,10 @@ _NODE_FLAGS = INLINED | UNRESOLVED
 def _packed_key(store: TreeStore, frame: Frame) -> int:
     """A frame's key id << 8 | its node flags (and _HAS_FILE)."""
     bits = (INLINED if frame.inlined else 0) | (UNRESOLVED if frame.function is None else 0)
-    return store.key_of(frame_key(frame)) << 8 | bits | (_HAS_FILE if frame.file else 0)
+    key = frame_key(frame)
+    if frame.start_line is not None:  # once per distinct frame: the function's first line
+        store.start_lines.setdefault(key, frame.start_line)
+    return store.key_of(key) << 8 | bits | (_HAS_FILE if frame.file else 0)
 
 
 def _grown(counts: Counts, size: int) -> Counts:

@@ -53,6 +53,7 @@ class TreeStore:
         self.key_ids: dict[NodeKey, int] = {self.keys[0]: 0}  # only ever added to
         self._index = ChildIndex()
         self.sources: dict[int, str] = {}  # node -> "file.c:123"; only ever added to
+        self.start_lines: dict[NodeKey, int] = {}  # a Python function's first line, by key
         self._capacity = 1024
         self._parent: Ids = np.zeros(self._capacity, np.int32)
         self._key_id: Ids = np.zeros(self._capacity, np.int32)
@@ -183,6 +184,7 @@ class LiveTree:
         self.keys: Final = shape.keys  # append-only
         self.key_ids: Final = shape.key_ids  # append-only
         self.sources: Final = shape.sources  # append-only (file:line found later)
+        self.start_lines: Final = shape.start_lines  # append-only
 
     @classmethod
     def freeze(cls, store: TreeStore, self_counts: Counts, totals: Counts) -> LiveTree:
@@ -257,11 +259,13 @@ class Shape:
         keys: list[NodeKey],
         key_ids: dict[NodeKey, int],
         sources: dict[int, str],
+        start_lines: dict[NodeKey, int] | None = None,
     ) -> None:
         self.size = len(parent)
         self.parent, self.depth, self.key_id, self.flags = parent, depth, key_id, flags
         self.first_child, self.next_sibling = first_child, next_sibling
         self.keys, self.key_ids, self.sources = keys, key_ids, sources
+        self.start_lines = start_lines if start_lines is not None else {}
         self._levels: list[Ids] | None = None
 
     @classmethod
@@ -279,6 +283,7 @@ class Shape:
             keys=store.keys,
             key_ids=store.key_ids,
             sources=store.sources,
+            start_lines=store.start_lines,
         )
 
     def levels(self) -> list[Ids]:

@@ -7,8 +7,12 @@ profile holds only the last N seconds (ticks falling out are taken back with
 ``Profile.remove``); in decay mode the second profile is halved every
 half-life. Switching rebuilds the second profile from the kept ticks, so the
 switch is immediate. Selecting a thread uses the second profile too, for
-that thread's stacks only. ``Commands`` carries the app's requests (reset,
-mode, thread) to the collector thread, which alone touches the profiles.
+that thread's stacks only; so do native frames (``select_native``): a
+Python stack comes with its native projection (the interpreter's own frames
+where the merge put Python frames, as --no-python shows them), and the
+second profile, on a store of its own, holds those from the kept ticks on.
+``Commands`` carries the app's requests (reset, mode, thread, native
+frames) to the collector thread, which alone touches the profiles.
 No Textual here.
 """
 
@@ -34,23 +38,39 @@ class TickStacks:
     at 5,000 stacks a tick kept 150,000 tuples alive, and young-generation
     collections scanned them)."""
 
-    __slots__ = ("counts", "frames", "processes", "tids")
+    __slots__ = ("counts", "frames", "natives", "processes", "tids")
 
     def __init__(self) -> None:
         self.processes: list[str] = []
         self.frames: list[tuple[Frame, ...]] = []
         self.counts: list[int] = []
         self.tids: list[int] = []
+        self.natives: list[tuple[Frame, ...] | None] = []
 
-    def append(self, process: str, frames: tuple[Frame, ...], count: int, tid: int) -> None:
+    def append(
+        self,
+        process: str,
+        frames: tuple[Frame, ...],
+        count: int,
+        tid: int,
+        native: tuple[Frame, ...] | None = None,
+    ) -> None:
         self.processes.append(process)
         self.frames.append(frames)
         self.counts.append(count)
         self.tids.append(tid)
+        self.natives.append(native)
 
     def __iter__(self) -> Iterator[tuple[str, tuple[Frame, ...], int, int]]:
         """(process, root-first frames, count, tid) as given to ``add``."""
         return zip(self.processes, self.frames, self.counts, self.tids, strict=True)
+
+    def projected(self, native: bool) -> Iterator[tuple[str, tuple[Frame, ...], int, int]]:
+        """As ``__iter__``, with each stack's native frames if ``native``."""
+        if not native:
+            return iter(self)
+        frames = (n if n is not None else f for f, n in zip(self.frames, self.natives, strict=True))
+        return zip(self.processes, frames, self.counts, self.tids, strict=True)
 
 
 UnknownKey = tuple[Unresolved, str]
@@ -86,8 +106,9 @@ class TimeSetting:
         return TimeSetting(following, self.window_s, self.half_life_s)
 
 
-def mode_label(setting: TimeSetting, thread: int | None) -> str:
-    return setting.label if thread is None else f"{setting.label}, thread {thread}"
+def mode_label(setting: TimeSetting, thread: int | None, native: bool = False) -> str:
+    label = setting.label if thread is None else f"{setting.label}, thread {thread}"
+    return f"{label}, native frames" if native else label
 
 
 class TimedProfile:
@@ -101,6 +122,7 @@ class TimedProfile:
         self.cumulative = Profile()
         self.setting = setting
         self.thread: int | None = None
+        self.native = False  # native frames only (see select_native)
         self.thread_samples: dict[int, int] = {}
         self.thread_idle: dict[int, int] = {}  # of which idle (tui/model/idle.py)
         self._idle_of: dict[int, tuple[tuple[Frame, ...], bool]] = {}  # by id(frames)
@@ -123,9 +145,11 @@ class TimedProfile:
         count: int = 1,
         tid: int = 0,
         unknown: Sequence[UnknownKey] = (),
+        native: tuple[Frame, ...] | None = None,
     ) -> None:
         """One stack's samples (of thread ``tid``); ``unknown`` says why (and
-        where) frames of this stack went unnamed, each reason once."""
+        where) frames of this stack went unnamed, each reason once; ``native``:
+        its native frames where they differ (a stack with Python frames)."""
         if count <= 0:
             return
         kept = frames if isinstance(frames, tuple) else tuple(frames)
@@ -136,8 +160,9 @@ class TimedProfile:
         for key in unknown:
             self.unknown[key] = self.unknown.get(key, 0) + count
         if self._moving is not None and (self.thread is None or tid == self.thread):
-            self._moving.add(process, kept, count)
-        self._pending.append(process, kept, count, tid)
+            shown = native if self.native and native is not None else kept
+            self._moving.add(process, shown, count)
+        self._pending.append(process, kept, count, tid, native)
 
     def end_tick(self, interval_s: float) -> None:
         """Close the tick: remember it, expire old ticks, decay when due."""
@@ -157,7 +182,7 @@ class TimedProfile:
             interval, stacks = self._ticks.popleft()
             kept_s -= interval
             if self.setting.mode is TimeMode.WINDOW and self._moving is not None:
-                for process, frames, count, tid in stacks:
+                for process, frames, count, tid in stacks.projected(self.native):
                     if self.thread is None or tid == self.thread:
                         self._moving.remove(process, frames, count)
 
@@ -171,27 +196,34 @@ class TimedProfile:
         self.thread = tid
         self._rebuild()
 
+    def select_native(self, on: bool) -> None:
+        """Show native frames only (the interpreter's own in place of Python's),
+        from the kept ticks on; or the stacks as added again."""
+        self.native = on
+        self._rebuild()
+
     def _rebuild(self) -> None:
         self._since_halving_s = 0.0
-        if self.setting.mode is TimeMode.CUMULATIVE and self.thread is None:
+        if self.setting.mode is TimeMode.CUMULATIVE and self.thread is None and not self.native:
             self._moving = None
             return
         self._expire()
-        self._moving = Profile(self.cumulative.store)  # same shape, its own counts
+        # Same shape as the cumulative profile, its own counts; native frames: their own shape.
+        self._moving = Profile(None if self.native else self.cumulative.store)
         for _, stacks in self._ticks:
             self._replay(stacks)
         self._replay(self._pending)
 
     def _replay(self, stacks: TickStacks) -> None:
         assert self._moving is not None
-        for process, frames, count, tid in stacks:
+        for process, frames, count, tid in stacks.projected(self.native):
             if self.thread is None or tid == self.thread:
                 self._moving.add(process, frames, count)
 
     @property
     def label(self) -> str:
         """The mode, and the thread when one is selected (what the header shows)."""
-        return mode_label(self.setting, self.thread)
+        return mode_label(self.setting, self.thread, self.native)
 
     def _idle(self, frames: tuple[Frame, ...]) -> bool:
         """``stack_is_idle``, once per stack tuple (the collector passes one per stack)."""
@@ -231,10 +263,15 @@ class Commands:
         self._reset = False
         self._setting: TimeSetting | None = None
         self._thread: tuple[int | None] | None = None
+        self._native: bool | None = None
 
     def request_thread(self, tid: int | None) -> None:
         with self._lock:
             self._thread = (tid,)
+
+    def request_native(self, on: bool) -> None:
+        with self._lock:
+            self._native = on
 
     def request_reset(self) -> None:
         with self._lock:
@@ -247,15 +284,18 @@ class Commands:
     def apply(self, profile: TimedProfile) -> Applied:
         """Apply what was asked since the last call (true if anything changed)."""
         with self._lock:
-            reset, setting, thread = self._reset, self._setting, self._thread
-            self._reset, self._setting, self._thread = False, None, None
+            reset, setting, thread, native = self._reset, self._setting, self._thread, self._native
+            self._reset, self._setting, self._thread, self._native = False, None, None, None
         if setting is not None:
             profile.set_mode(setting)
         if thread is not None:
             profile.select_thread(thread[0])
+        if native is not None and native != profile.native:
+            profile.select_native(native)
         if reset:
             profile.reset()
-        return Applied(reset or setting is not None or thread is not None, reset)
+        changed = reset or setting is not None or thread is not None or native is not None
+        return Applied(changed, reset)
 
 
 @dataclass(frozen=True, slots=True)

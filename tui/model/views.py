@@ -118,7 +118,9 @@ def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
     merged = merge_paths(paths, live.self_count[stacks])
     origin = cells[merged.row, merged.column]
     sources = sources_from(live, origin, 0)
-    return merged_root(merged, live.flags[origin], live.keys, live.key_ids, sources)
+    return merged_root(
+        merged, live.flags[origin], live.keys, live.key_ids, sources, live.start_lines
+    )
 
 
 def rename_frames(tree: CallNode, rename: Callable[[NodeKey], NodeKey]) -> LiveNode:

@@ -14,7 +14,8 @@ a period of events); time probes their events and their time,
 are not known), all events in ``samples=``; one mapping per module with its
 build-id when the caller knows it; one function per named frame
 (``system_name`` empty for a frame that could not be named; a Python frame's
-function is its ``QUALNAME`` in its source file, the line on its location,
+function is its ``QUALNAME`` in its source file with its first line as
+``start_line`` (``co_firstlineno``), the line on its location,
 as Go's and py-spy's pprof files have them); one location
 per physical frame, whose lines hold the frames DWARF inlined into it
 (caller last). Per sample, a ``thread`` label names the stack's group and a
@@ -97,7 +98,7 @@ class _Writer:
             name = self.strings.of(function)
             self.out.function.add(
                 id=found, name=name, system_name=0 if frame.unresolved else name,
-                filename=self.strings.of(file),
+                filename=self.strings.of(file), start_line=frame.start_line,
             )  # fmt: skip
         return found
 

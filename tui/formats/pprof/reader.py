@@ -69,7 +69,7 @@ class _Reader:
                 raise _Dangling
             name, file, number = self.text(function.name), self.text(function.filename), line.line
             if module and file == module and number > 0 and not kernel:  # a Python function
-                frames.append(python_frame(name, module, number))
+                frames.append(python_frame(name, module, number, max(0, function.start_line)))
                 continue
             frames.append(SavedFrame(
                 name, module, kernel, file, max(0, number),

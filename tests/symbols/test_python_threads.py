@@ -1,0 +1,118 @@
+"""Thread names from a live CPython 3.11's ``threading`` (symbols/python_threads.py,
+tui/collect/thread_names.py), on tests/workloads/py_threads.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bpftop.bpf.raw import RawSample, RawTick
+from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from bpftop.symbols.python_threads import PythonThreadNames
+from bpftop.tui.collect.thread_names import PYTHON_READ_S, ThreadNames
+
+PYTHON311 = "/usr/bin/python3.11"
+WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_threads.py"
+
+
+class Threads:
+    """A running py_threads.py and the thread ids it reported."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [PYTHON311, str(WORKLOAD), "60"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.ids = self.report()
+        runtime = find_python(self.proc.pid)
+        assert isinstance(runtime, PythonRuntime), runtime
+        self.runtime = runtime
+
+    def report(self) -> dict[str, int]:
+        assert self.proc.stdout is not None
+        found: dict[str, int] = json.loads(self.proc.stdout.readline())
+        return found
+
+    def start(self, name: str) -> dict[str, int]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        self.ids = self.report()
+        return self.ids
+
+    def tick(self, *names: str) -> RawTick:
+        pid = self.proc.pid
+        return RawTick(samples=tuple(RawSample(pid, self.ids[n], (), (), 1) for n in names))
+
+
+@pytest.fixture
+def threads() -> Iterator[Threads]:
+    workload = Threads()
+    yield workload
+    workload.proc.kill()
+    workload.proc.wait()
+
+
+def test_named_threads_are_read_by_native_id(threads: Threads) -> None:
+    found = PythonThreadNames(threads.runtime).read()
+    assert isinstance(found, dict), found
+    wanted = {tid: name for name, tid in threads.ids.items()}
+    assert found == wanted  # worker-b's attributes are in its own dict, worker-a's are not
+    assert {"MainThread", "worker-a", "worker-b"} <= set(found.values())
+
+
+def test_a_process_without_threading_gives_a_reason() -> None:
+    code = "import sys, time; print(flush=True); time.sleep(60)"
+    proc = subprocess.Popen([PYTHON311, "-I", "-S", "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        runtime = find_python(proc.pid)
+        assert isinstance(runtime, PythonRuntime), runtime
+        found = PythonThreadNames(runtime).read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert found == "threading not imported"
+
+
+def test_wrong_type_pointers_read_no_names(threads: Threads) -> None:
+    types = threads.runtime.types
+    wrong = type(types)(types.str_type, types.dict_type, types.int_type, types.module_type)
+    runtime = dataclasses.replace(threads.runtime, types=wrong)
+    assert isinstance(PythonThreadNames(runtime).read(), str)
+
+
+def test_thread_names_use_python_names_and_reread_new_threads_rate_limited(
+    threads: Threads,
+) -> None:
+    now = [100.0]
+    names = ThreadNames(python_of=lambda _: threads.runtime, clock=lambda: now[0])
+    names.note(threads.tick("MainThread", "worker-a", "worker-b"))
+    ids = threads.ids
+    assert names.names[ids["worker-a"]] == "worker-a"
+    assert names.names[ids["worker-b"]] == "worker-b"
+    assert names.names[ids["MainThread"]] == "MainThread"
+    late = threads.start("late-c")["late-c"]
+    now[0] += PYTHON_READ_S / 2
+    names.note(threads.tick("late-c"))
+    assert names.names[late] == "python3.11", "read again only after PYTHON_READ_S"
+    now[0] += PYTHON_READ_S
+    names.note(RawTick())
+    assert names.names[late] == "late-c", "a new thread's process is read at a later tick"
+
+
+def test_an_exec_forgets_python_names(threads: Threads) -> None:
+    names = ThreadNames(python_of=lambda _: threads.runtime)
+    names.note(threads.tick("worker-a"))
+    assert names.names[threads.ids["worker-a"]] == "worker-a"
+    names._python_of = lambda _: None  # the new image is no Python
+    names.note(RawTick(execs=(threads.proc.pid,)))
+    assert names.names[threads.ids["worker-a"]] == "python3.11"
