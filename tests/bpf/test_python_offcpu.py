@@ -72,7 +72,9 @@ def test_offcpu_leaves_out_an_idle_pool_thread_unless_idle(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     chains = _by_chain(parse_folded(out))
     work = chains[("<module>", "main", "run", "idle", "work")]
-    assert work / sum(chains.values()) >= 0.9, chains
+    # The rest: start-up (imports, the thread's start) and preemptions, which
+    # offcpu counts too and a loaded machine makes longer (< 10% quiet).
+    assert work / sum(chains.values()) >= 0.75, chains
     assert not any("Condition.wait" in chain for chain in chains), chains
     share = re.search(r"left out (\d+) idle Python samples \(([\d.]+)% of the total", result.stderr)
     assert share is not None, result.stderr
