@@ -16,12 +16,13 @@ are immutable and safe to hand to any thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
 
 import numpy as np
-import numpy.typing as npt
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.child_index import slots_of
+from bpftop.tui.model.placement import place
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.stack_table import StackTable
 from bpftop.tui.model.store import (
@@ -30,7 +31,6 @@ from bpftop.tui.model.store import (
     ROOT,
     UNRESOLVED,
     Counts,
-    Ids,
     LiveTree,
     NodeKey,
     TreeStore,
@@ -91,7 +91,9 @@ class Profile:
         self._stacks: dict[int, _Stack] = {}
         self._table = StackTable()
         self._unplaced: list[_Stack] = []  # remembered, not in the store yet
-        self._frame_keys: dict[int, tuple[Frame, int]] = {}  # id -> frame, _packed_key
+        self._frame_keys: dict[int, int] = {}  # id(frame) -> _packed_key(frame),
+        self._kept_frames: list[Frame] = []  # for frames kept alive (their ids stay theirs)
+        self._process_keys: dict[str, int] = {}  # process -> its key id << 8
         self._pending: list[_Stack] = []  # stacks with counts not yet applied,
         self._pending_counts: list[int] = []  # and those counts (a stack may repeat)
         self._self: Counts = np.zeros(0, np.int64)
@@ -173,21 +175,11 @@ class Profile:
         new, self._unplaced = self._unplaced, []
         if not new:
             return
-        store, known = self.store, self._frame_keys
-        if len(known) > MAX_FRAME_KEYS:
-            known.clear()
-        packed: list[int] = []  # key id << 8 | flags, each position of each stack
-        for stack in new:
-            packed.append(store.key_of((stack.process, "", False)) << 8)
-            for frame in stack.frames:
-                seen = known.get(id(frame))
-                if seen is None or seen[0] is not frame:
-                    seen = known[id(frame)] = (frame, _packed_key(store, frame))
-                packed.append(seen[1])
-        ids = np.array(packed, np.int64)
+        store = self.store
+        lengths = np.fromiter((len(stack.frames) + 1 for stack in new), np.int64, len(new))
+        ids = self._packed_keys(new, lengths)
         key_ids = (ids >> 8).astype(np.int32)
         node_flags = (ids & _NODE_FLAGS).astype(np.uint8)
-        lengths = np.array([len(stack.frames) + 1 for stack in new], np.int64)
         starts = np.cumsum(lengths) - lengths
         # A frame whose function is not above it in its stack counts that function's total.
         is_frame = np.ones(len(ids), np.bool_)
@@ -198,7 +190,7 @@ class Profile:
         first_of_function = np.zeros(len(ids), np.bool_)
         first_of_function[framed[first]] = True
         node_flags[first_of_function] |= FIRST_OF_FUNCTION
-        nodes = self._paths(key_ids, node_flags, starts, lengths)
+        nodes = place(store, key_ids, node_flags, starts, lengths)
         for position in np.flatnonzero(ids & _HAS_FILE).tolist():  # while file:line is shown
             node = int(nodes[position])
             if node not in store.sources:  # an old node takes file:line once lines are on
@@ -218,21 +210,35 @@ class Profile:
             stack.row = row + n
             stack.count += prior
 
-    def _paths(
-        self, key_ids: Ids, flags: npt.NDArray[np.uint8], starts: Counts, lengths: Counts
-    ) -> Ids:
-        """The node of every position of stacks laid one after another (runs of
-        ``lengths`` from ``starts``, process first): depth by depth, each depth's
-        parents being the nodes found one depth up."""
-        nodes = np.empty(len(key_ids), np.int32)
-        longest_first = np.argsort(-lengths, kind="stable")
-        by_length, from_start = lengths[longest_first], starts[longest_first]
-        for depth in range(int(by_length[0])):
-            alive = int(np.searchsorted(-by_length, -depth, side="left"))  # longer than depth
-            at = from_start[:alive] + depth
-            parents = nodes[at - 1] if depth else np.full(alive, ROOT, np.int32)
-            nodes[at] = self.store.children(parents, key_ids[at], flags[at])
-        return nodes
+    def _packed_keys(self, new: list[_Stack], lengths: Counts) -> Counts:
+        """Key id << 8 | flags of each position of ``new`` (process first), laid
+        one after another: a frame's is looked up by object, in C (``map``), and
+        made in Python only the first time it is seen."""
+        known, kept = self._frame_keys, self._kept_frames
+        if len(known) > MAX_FRAME_KEYS:
+            known.clear()
+            kept.clear()  # only now may the ids of the frames kept be reused
+        frames = list(chain.from_iterable(stack.frames for stack in new))
+        packed = np.fromiter(map(known.get, map(id, frames), repeat(-1)), np.int64, len(frames))
+        for at in np.flatnonzero(packed < 0).tolist():  # frames not seen yet
+            frame = frames[at]
+            found = known.get(id(frame))
+            if found is None:
+                found = known[id(frame)] = _packed_key(self.store, frame)
+                kept.append(frame)
+            packed[at] = found
+        processes = self._process_keys
+        for stack in new:
+            if stack.process not in processes:
+                processes[stack.process] = self.store.key_of((stack.process, "", False)) << 8
+        ids = np.empty(len(frames) + len(new), np.int64)
+        is_process = np.zeros(len(ids), np.bool_)
+        is_process[np.cumsum(lengths) - lengths] = True
+        ids[is_process] = np.fromiter(
+            (processes[stack.process] for stack in new), np.int64, len(new)
+        )
+        ids[~is_process] = packed
+        return ids
 
     def _flush(self) -> None:
         """Place new stacks, then apply the buffered counts: one scatter-add per counter array."""

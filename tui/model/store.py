@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.tui.model.child_index import ChildIndex, slots_of
+from bpftop.tui.model.child_index import ChildIndex
 from bpftop.tui.model.snapshot import CallNode
 
 NodeKey = tuple[str, str, bool]
@@ -29,6 +29,7 @@ NodeKey = tuple[str, str, bool]
 
 Ids = npt.NDArray[np.int32]
 Counts = npt.NDArray[np.int64]
+Depths = npt.NDArray[np.int16]
 
 ROOT = 0
 SMALL = 16
@@ -42,9 +43,10 @@ FIRST_OF_FUNCTION = 4
 class TreeStore:
     """The nodes of a call tree: root (depth 0), processes (1), frames (2 and below).
 
-    ``children`` finds or adds the children of a batch of nodes at once: the
-    columns are numpy arrays written once per row, and a node's child is found
-    through a hash index (:mod:`bpftop.tui.model.child_index`).
+    ``find`` looks up the children of a batch of nodes at once, ``append``
+    adds rows (:mod:`bpftop.tui.model.placement` decides which): the columns
+    are numpy arrays written once per row, and a node's child is found through
+    a hash index (:mod:`bpftop.tui.model.child_index`).
     """
 
     def __init__(self, root_label: str = "all") -> None:
@@ -76,24 +78,16 @@ class TreeStore:
             self.keys.append(key)
         return found
 
-    def children(self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8]) -> Ids:
-        """The child of each ``parents[i]`` with ``key_ids[i]``; the missing ones
-        are added (each once, with the ``flags`` of its first pair)."""
-        found = self._index.find(parents, key_ids, self._parent, self._key_id)
-        missing = np.flatnonzero(found < 0)
-        if len(missing):
-            _, first, inverse = np.unique(
-                slots_of(parents[missing], key_ids[missing]), return_index=True, return_inverse=True
-            )
-            made = np.arange(self.size, self.size + len(first), dtype=np.int32)
-            rows = missing[first]
-            self._append(parents[rows], key_ids[rows], flags[rows])
-            self._index.add(made, self._parent, self._key_id)
-            found[missing] = made[inverse.reshape(-1)]
-        return found
+    def find(self, parents: Ids, key_ids: Ids) -> Ids:
+        """The child of each ``parents[i]`` with ``key_ids[i]``, -1 where none is."""
+        return self._index.find(parents, key_ids, self._parent, self._key_id)
 
-    def _append(self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8]) -> None:
-        """Write new rows after the last and link them under their parents."""
+    def append(
+        self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8], depths: Depths
+    ) -> None:
+        """New rows after the last, numbered from ``size`` in order, linked under
+        their parents and indexed. A parent may be one of the new rows; no
+        (parent, key) pair may be in the store or twice among the rows."""
         start, end = self.size, self.size + len(parents)
         if end > self._capacity:
             while end > self._capacity:
@@ -102,7 +96,12 @@ class TreeStore:
         self._parent[start:end] = parents
         self._key_id[start:end] = key_ids
         self._flags[start:end] = flags
-        self._depth[start:end] = self._depth[parents] + 1
+        self._depth[start:end] = depths
+        self._link(parents, start)
+        self.size = end
+        self._index.add(np.arange(start, end, dtype=np.int32), self._parent, self._key_id)
+
+    def _link(self, parents: Ids, start: int) -> None:
         # Each new node goes first among its parent's children, as if linked one
         # by one: its next sibling is the node made before it under the same
         # parent, or the parent's first child before this batch.
@@ -119,7 +118,6 @@ class TreeStore:
         linked = np.empty(len(order), np.int32)
         linked[order] = following
         self._next_sibling.frombytes(linked.tobytes())
-        self.size = end
 
     def _grow(self, capacity: int) -> None:
         # New arrays: snapshots keep views of the old ones, which stay as they were.
