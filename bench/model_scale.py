@@ -3,7 +3,8 @@
 Adds N distinct stacks (depth 31..59, random through 200 functions: the shape
 of tests/workloads/scale.c) in ticks of 900, reading the tree and the table
 after each tick as the live view does, and prints the nodes made, the CPU
-seconds and the Python heap (tracemalloc; --no-memory for CPU alone).
+seconds and the Python heap (tracemalloc; with --no-memory, the resident memory
+instead).
 With --write, then what writing a file costs: the tree read into a
 ``SavedProfile`` (``from_tree``) and each format encoded, in CPU seconds and
 in resident memory above what the profile held (VmHWM, reset first):
@@ -45,6 +46,7 @@ def main() -> None:
     ]
     if not args.no_memory:
         tracemalloc.start()
+    base_mib = _status_mib("VmRSS:")  # the stacks made above included
     profile = Profile()
     started = time.process_time()
     for at in range(0, len(stacks), PER_TICK):
@@ -57,6 +59,9 @@ def main() -> None:
     if not args.no_memory:
         held, peak = tracemalloc.get_traced_memory()
         line += f", heap {held / 2**20:.0f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
+    else:  # resident (untouched pages of zeroed arrays are not), less what was there before
+        line += f", RSS +{_status_mib('VmRSS:') - base_mib} MiB"
+        line += f" (peak +{_status_mib('VmHWM:') - base_mib} MiB)"
     print(line)
     if args.write:
         tracemalloc.stop()

@@ -125,3 +125,22 @@ def _chains(
     depth = (np.repeat(depths, lengths) + offsets).astype(np.int16)
     made.make(parents, key_ids[positions], flags[positions], depth)
     nodes[positions] = ids
+
+
+def up_paths(store: TreeStore, leaves: Ids, counts: Counts) -> tuple[Ids, Counts]:
+    """Every node on the paths from ``leaves`` up to the root (the root
+    included, once per leaf), with the count of the leaf it was reached from:
+    what one scatter-add needs to add ``counts`` to the totals of whole paths.
+    A step per depth over the leaves still below it, instead of keeping each
+    stack's node ids (4 bytes a frame: ~7 MB for 40,000 stacks of depth 45)."""
+    parent = store.parent
+    nodes: list[Ids] = []
+    reached: list[Counts] = []
+    while len(leaves):
+        nodes.append(leaves)
+        reached.append(counts)
+        below = leaves != ROOT
+        leaves, counts = parent[leaves[below]], counts[below]
+    if not nodes:
+        return np.zeros(0, np.int32), np.zeros(0, np.int64)
+    return np.concatenate(nodes), np.concatenate(reached)

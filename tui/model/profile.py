@@ -22,9 +22,8 @@ import numpy as np
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.child_index import slots_of
-from bpftop.tui.model.placement import place
+from bpftop.tui.model.placement import place, up_paths
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.stack_table import StackTable
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
     INLINED,
@@ -48,14 +47,14 @@ MAX_FRAME_KEYS = 500_000
 
 
 class _Stack:
-    """One distinct stack: its row in the stack table, and its counts."""
+    """One distinct stack: its leaf node, and its counts."""
 
-    __slots__ = ("count", "frames", "process", "row")
+    __slots__ = ("count", "frames", "leaf", "process")
 
     def __init__(self, process: str, frames: tuple[Frame, ...]) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
-        self.row = -1  # until it is placed in the store
+        self.leaf = -1  # its node, once it is placed in the store
         self.count = 0  # samples of it in the profile, pending ones included
 
 
@@ -89,7 +88,6 @@ class Profile:
     def _start(self, store: TreeStore) -> None:
         self.store = store
         self._stacks: dict[int, _Stack] = {}
-        self._table = StackTable()
         self._unplaced: list[_Stack] = []  # remembered, not in the store yet
         self._frame_keys: dict[int, int] = {}  # id(frame) -> _packed_key(frame),
         self._kept_frames: list[Frame] = []  # for frames kept alive (their ids stay theirs)
@@ -133,7 +131,7 @@ class Profile:
         at most as many as there are. Nodes and functions left with no samples
         disappear from the tree and the table."""
         stack = self._stack(process, frames)
-        if stack.row < 0:
+        if stack.leaf < 0:
             self._place()  # its count starts from its leaf's
         count = min(count, stack.count)
         if count > 0:
@@ -162,7 +160,6 @@ class Profile:
         if len(self._stacks) >= MAX_MEMO:
             self._flush()  # pending counts refer to remembered stacks
             self._stacks.clear()
-            self._table = StackTable()
         stack = self._stacks[id(frames)] = _Stack(process, frames)
         self._unplaced.append(stack)
         if len(self._unplaced) >= MAX_UNPLACED:
@@ -200,14 +197,11 @@ class Profile:
                 self._fn_source.setdefault(int(key_ids[position]), source)
         self._fit()
         leaves = nodes[starts + lengths - 1]
-        row = self._table.add(
-            np.insert(nodes, starts, ROOT), lengths + 1,
-            key_ids[first_of_function], np.add.reduceat(first_of_function, starts),
-            np.where(lengths > 1, key_ids[starts + lengths - 1], -1),
-        )  # fmt: skip
         # Seen before under another tuple, or forgotten: its samples are the leaf's.
-        for n, (stack, prior) in enumerate(zip(new, self._self[leaves].tolist(), strict=True)):
-            stack.row = row + n
+        for stack, leaf, prior in zip(
+            new, leaves.tolist(), self._self[leaves].tolist(), strict=True
+        ):
+            stack.leaf = leaf
             stack.count += prior
 
     def _packed_keys(self, new: list[_Stack], lengths: Counts) -> Counts:
@@ -246,14 +240,17 @@ class Profile:
         self._fit()
         if not self._pending:
             return
-        rows = np.fromiter((stack.row for stack in self._pending), np.int64, len(self._pending))
+        leaves = np.fromiter((stack.leaf for stack in self._pending), np.int32, len(self._pending))
         counts = np.array(self._pending_counts, np.int64)
         self._pending, self._pending_counts = [], []
-        to = self._table.gather(rows, counts)
-        np.add.at(self._total, to.nodes, to.node_counts)
-        np.add.at(self._self, to.leaves, counts)
-        np.add.at(self._fn_total, to.functions, to.function_counts)
-        np.add.at(self._fn_self, to.leaf_functions, to.leaf_function_counts)
+        store = self.store
+        np.add.at(self._self, leaves, counts)
+        framed = store.depth[leaves] >= 2  # a stack of no frames counts no function
+        np.add.at(self._fn_self, store.key_id[leaves[framed]], counts[framed])
+        nodes, node_counts = up_paths(store, leaves, counts)
+        np.add.at(self._total, nodes, node_counts)
+        first = (store.flags[nodes] & FIRST_OF_FUNCTION) != 0  # each function once a stack
+        np.add.at(self._fn_total, store.key_id[nodes[first]], node_counts[first])
 
     def _fit(self) -> None:
         """Grow the count arrays to the store's (shared stores grow under us)."""
