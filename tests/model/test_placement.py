@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bpftop.tui.model.placement import place, up_paths
-from bpftop.tui.model.store import ROOT, TreeStore
+from bpftop.tui.model.store import ROOT, Ids, TreeStore
 
 
 def _batch(rng: np.random.Generator, stacks: int) -> list[list[int]]:
@@ -85,3 +85,27 @@ def test_up_paths_reach_every_ancestor_once_per_leaf() -> None:
         ROOT: 11111, n[0]: 10111, n[1]: 10101, n[2]: 10001, n[4]: 10,
     }  # fmt: skip
     assert len(reached) == 4 + 3 + 3 + 1 + 4
+
+
+def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:
+    store = TreeStore()
+
+    def add(keys: list[int]) -> Ids:
+        at = np.array(keys, np.int32)
+        lengths = np.array([len(keys)], np.int64)
+        return place(store, at, np.zeros(len(keys), np.uint8), np.zeros(1, np.int64), lengths)
+
+    chain = add([1, 2, 3, 4]).tolist()
+    assert store._index.size == 0  # a chain of only children
+    branch = add([1, 2, 5]).tolist()  # node 1;2 gets a second child
+    assert store._index.size == 2
+    assert add([1, 2, 3, 4]).tolist() == chain
+    assert add([1, 2, 5]).tolist() == branch
+    third = add([1, 2, 6, 7]).tolist()
+    assert third[:2] == chain[:2]
+    assert store._index.size == 3
+    under = np.full(4, chain[1], np.int32)
+    found = store.find(under, np.array([3, 5, 6, 9], np.int32))
+    assert found.tolist() == [chain[2], branch[2], third[2], -1]
+    below = store.find(np.array([third[2], ROOT], np.int32), np.array([7, 2], np.int32))
+    assert below.tolist() == [third[3], -1]
