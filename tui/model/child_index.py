@@ -5,7 +5,9 @@ new stack. A dict of Python ints cost ~110 bytes a node (40,000 stacks of
 depth 40 make ~1.5 M nodes); this open-addressing table holds only node ids,
 4 bytes a slot at a load of at most 0.7, and compares a candidate by reading
 its parent and key from the tree's own columns. A batch of pairs is answered
-with a few vectorized passes. Nodes are only ever added. No Textual here.
+with a few vectorized passes. Nodes are only ever added. The store indexes
+only nodes with siblings (an only child it finds through ``first_child``).
+No Textual here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The live profile: count arrays over a call-tree store, owned by the collector thread.
 
-``Profile.add`` remembers each distinct stack once as the array of its node
-ids (and of the functions it counts) and otherwise only buffers
-``(stack, count)``; the stacks new since the last read are inserted into the
-store together, level by level, and the buffered counts applied together,
-vectorized, when the profile is next read. ``tree()`` then freezes the counts into a
-``LiveTree`` (three array copies; nodes are made only when a view asks for
+``Profile.add`` remembers each distinct stack once (its leaf node, once
+placed) and otherwise only buffers ``(stack, count)``; the stacks new since
+the last read are placed in the store together
+(:mod:`bpftop.tui.model.placement`), and the buffered counts applied
+together, vectorized, when the profile is next read: each count reaches the
+nodes from its leaf up, and the functions of the nodes flagged
+``FIRST_OF_FUNCTION`` on the way. ``tree()`` then freezes the counts into a
+``LiveTree`` (two array copies; nodes are made only when a view asks for
 them) and ``hot_functions()`` ranks the per-function counters. Both are cached
 until the counts change.
 
