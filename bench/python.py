@@ -9,6 +9,14 @@ once not; BPF run-time stats (kernel.bpf_stats_enabled=1, run_time_ns /
 run_cnt summed over our programs, tail calls included) divided by the
 samples counted. The difference is the Python walk.
 
+offcpu (--offcpu-only, or after the above): the same program with the offcpu
+probe on tests/workloads/py_block.py (``sleep`` with 100 µs units: main ->
+run -> a/b, thousands of blocks a second, 4 Python frames), the process
+described or not, or not a target at all; the kernel time of all our programs
+(sched_switch runs for every task on the machine: the "not a target" run
+measures the filtering for the others in the same time, which is subtracted)
+divided by the blocks counted.
+
 Overhead at 99 and 999 Hz (--hz): the workload's ``count`` mode alone, under ``bpftop
 record`` and under ``py-spy record``, then alone again (in turn, same run),
 each counting for the same wall time once the profiler has run SETTLE_S:
@@ -32,6 +40,7 @@ import time
 from pathlib import Path
 from subprocess import DEVNULL
 
+from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.python_walk import PythonProcess
 from bpftop.symbols.python_runtime import PythonRuntime, find_python
@@ -39,6 +48,7 @@ from tests.conftest import ROOT
 
 PYTHON = "/usr/bin/python3.11"
 WORKLOAD = ROOT / "tests" / "workloads" / "py_split.py"
+BLOCK_WORKLOAD = ROOT / "tests" / "workloads" / "py_block.py"
 BPFTOP = Path(sys.executable).parent / "bpftop"
 FRAMES_AROUND_RECURSION = 4  # <module>, main, spin_left, burn
 SETTLE_S = 20.0  # after starting a profiler, before the workload counts
@@ -60,7 +70,7 @@ def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: floa
         assert isinstance(runtime, PythonRuntime) and sampler.python is not None
         if described:
             sampler.python.describe(proc.pid, PythonProcess(runtime.tss_key_addr))
-        sampler.set_targets([proc.pid])
+        sampler.set_targets([proc.pid] if described is not None else [])
         time.sleep(0.3)
         sampler.drain()
         before = sampler.prog_stats()
@@ -75,6 +85,50 @@ def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: floa
     seen = sum(len(s.python_stack) * s.count for s in tick.samples) / max(samples, 1)
     us = spent.run_time_ns / max(samples, 1) / 1000
     return f"{us:.2f} µs per sample ({samples} samples, {seen:.1f} Python frames seen)"
+
+
+def offcpu_cost(sampler: CpuSampler, described: bool | None, seconds: float) -> tuple[int, int]:
+    """(kernel ns, blocks counted) in ``seconds`` of py_block.py; ``described``
+    None: the process is not a target."""
+    proc = subprocess.Popen(
+        [PYTHON, str(BLOCK_WORKLOAD), "sleep", "600", "0.0001"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and sampler.python is not None
+        proc.stdout.readline()
+        runtime = find_python(proc.pid)
+        assert isinstance(runtime, PythonRuntime)
+        if described:
+            sampler.python.describe(proc.pid, PythonProcess(runtime.tss_key_addr))
+        sampler.set_targets([proc.pid] if described is not None else [])
+        time.sleep(0.3)
+        sampler.drain()
+        before = sampler.prog_stats()
+        time.sleep(seconds)
+        tick = sampler.drain()
+        spent = sampler.prog_stats() - before
+        sampler.python.forget(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    return spent.run_time_ns, tick.total_samples
+
+
+def offcpu_costs(seconds: float) -> None:
+    with CpuSampler(99, unwind="fp", probe=parse_spec("offcpu")) as sampler:
+        sampler.load()
+        sampler.start()
+        for _ in range(3):
+            others_ns, _ = offcpu_cost(sampler, None, seconds)
+            for described in (False, True):
+                what = "Python walk" if described else "native only"
+                spent_ns, blocks = offcpu_cost(sampler, described, seconds)
+                us = (spent_ns - others_ns) / max(blocks, 1) / 1000
+                print(
+                    f"offcpu, {what}: {us:.2f} µs per block ({blocks} blocks; "
+                    f"{others_ns / 1e6:.1f} ms for other tasks subtracted)",
+                    flush=True,
+                )
 
 
 def _cpu_s(pid: int) -> float:
@@ -145,10 +199,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per kernel-cost case")
     parser.add_argument("--overhead-only", action="store_true")
+    parser.add_argument("--offcpu-only", action="store_true")
     parser.add_argument("--hz", type=int, nargs="+", default=[99, 999], help="overhead rates")
     args = parser.parse_args()
+    if args.offcpu_only:
+        offcpu_costs(args.seconds)
+        return
     if not args.overhead_only:
         kernel_costs(args.seconds)
+        offcpu_costs(args.seconds)
     for hz in args.hz:
         overheads(args.seconds * 4, hz)
 

@@ -190,10 +190,12 @@ static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sam
                                              u32 active, u32 at_entry) {
     return 0;
 }
+static __always_inline void python_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {}
 static __always_inline void python_fork(u32 parent, u32 child) {}
 #else
 static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
                                              u32 active, u32 at_entry);
+static __always_inline void python_blocked(void *ctx, struct pending *out, u32 tid, u32 slot);
 static __always_inline void python_fork(u32 parent, u32 child);
 #endif
 
@@ -213,8 +215,8 @@ static __always_inline void count_user_stack(void *regs, u32 ctx_kind, struct sa
 /* One count for the current thread's (user, kernel) stack; `ctx_kind` says
  * what `regs` is (CTX_*). A uprobe hit is at a function's first instruction
  * (CONTROL_ENTRY_PROBES): its caller's return address is on top of the stack,
- * table or not. Samples and probe hits of a Python process (all but
- * tracepoints) go by the Python walker. */
+ * table or not. Samples, probe hits and tracepoint hits of a Python process
+ * go by the Python walker. */
 static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_stack, u32 slot) {
     u32 state = state_for(slot);
     if (state == MUTED)
@@ -233,7 +235,7 @@ static __always_inline int count_stack(void *regs, u32 ctx_kind, int has_kernel_
     if (ctx_kind == CTX_KPROBE && !has_kernel_stack)
         at_entry = (control_get(CONTROL_ENTRY_PROBES) >> slot) & 1;
     /* The thread's Python frames, if it has any (1: --gil, and it has not the GIL). */
-    if (ctx_kind != CTX_TRACEPOINT && python_user_stack(regs, ctx_kind, &key, active, at_entry))
+    if (python_user_stack(regs, ctx_kind, &key, active, at_entry))
         return 0;
     count_user_stack(regs, ctx_kind, &key, active, at_entry);
     return 0;
@@ -274,7 +276,8 @@ int on_call_return(struct pt_regs *ctx) { return call_return(ctx, 0); }
 int on_call_return_1(struct pt_regs *ctx) { return call_return(ctx, 1); }
 
 /* offcpu: a target thread that blocks (not one preempted while runnable)
- * leaves its stacks here; when it runs again, its blocked time is added.
+ * leaves its stacks here (a Python thread also its Python frames at the
+ * block, kept until the wake-up); when it runs again, its blocked time is added.
  * One copy only (BCC names it after the tracepoint): its slot is in
  * control[CONTROL_OFFCPU_SLOT]. Detached right after load; attached while
  * offcpu is a probe. */
@@ -293,6 +296,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
             .tid = next,
             .user_stack_id = was->user_stack_id,
             .kernel_stack_id = was->kernel_stack_id,
+            .python_stack_id = was->python_stack_id,
         };
         blocked.delete(&next);
         if (off_ns >= (u64)control_get(CONTROL_OFFCPU_MIN_US) * 1000)
@@ -305,6 +309,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
         return 0;
     struct pending out = {.start_ns = now, .tgid = tgid, .epoch = EPOCH(state)};
     out.kernel_stack_id = weighted_stack(args, slot, 0);
+    python_blocked(args, &out, tid, slot); /* a Python thread: walks its frames, then on as below */
     unwind_blocked(args, &out, tid, slot); /* walks and stores, unless fp */
     out.user_stack_id = weighted_stack(args, slot, BPF_F_USER_STACK);
     blocked.update(&tid, &out);

@@ -16,12 +16,16 @@ struct sample_key {
 
 /* Weighted probes (uretprobe latency, off-CPU time): stack ids refer to the
  * run-long `wstacks` map of the slot that counted them; `leaf_ip` (uretprobe: the probed function's entry
- * address, 0 otherwise) goes innermost on the user stack. */
+ * address, 0 otherwise) goes innermost on the user stack. python_stack_id
+ * (offcpu: the Python frames at the block, in the run-long pywstacks{slot};
+ * 0: none) is part of the identity like the native ids. */
 struct wkey {
     u32 tgid;
     u32 tid;
     s32 user_stack_id;
     s32 kernel_stack_id;
+    s32 python_stack_id;
+    u32 pad;
     u64 leaf_ip;
 };
 
@@ -39,6 +43,8 @@ struct pending {
     s32 user_stack_id;
     s32 kernel_stack_id;
     u32 epoch;
+    s32 python_stack_id; /* offcpu: see struct wkey */
+    u32 pad;
 };
 
 /* -EFAULT: what bpf_get_stackid says for a kernel stack in user mode. */

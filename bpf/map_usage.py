@@ -25,15 +25,15 @@ ALL_MAPS = (
     "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
     "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
     "unwind_progs_tp", "unwind_execs",
-    "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "python_progs",
-    "python_progs_kp",
+    "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "pywstacks0",
+    "pywstacks1", "python_progs", "python_progs_kp", "python_progs_tp",
 )  # fmt: skip
 """Every map of bpftop.bpf.c, unwind.bpf.c and python.bpf.c, in the order they are declared."""
 _SLOT_ARRAYS = frozenset({"unwind_rows", "unwind_index"})
 """Arrays filled from the start: their used slots are what the walker wrote."""
 _WALKED_MAPS = frozenset({
     "targets", "calls", "blocked", "unwind_procs", "wstacks", "wstacks_1", "uwstacks0", "uwstacks1",
-    "python_procs",
+    "python_procs", "pywstacks0", "pywstacks1",
 })  # fmt: skip
 """Maps not drained per tick, counted by walking them (small, or empty when unused)."""
 

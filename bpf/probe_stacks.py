@@ -14,8 +14,10 @@ asked, so each copy has its own name.
 
 Owns :func:`load_probe_walker` (on a probe kind's first use),
 :func:`read_walked` (the weighted probes' walked stacks, kept run-long per
-handler slot in ``uwstacks0/1``, read by id) and :func:`walked_share` (how
-many samples of a drain the walker made).
+handler slot in ``uwstacks0/1``, read by id), :func:`weighted_samples` (one
+drain of the weighted counts, with their native, walked and Python stacks),
+:func:`clear_weighted` (a retired slot's run-long stores) and
+:func:`walked_share` (how many samples of a drain the walker made).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import ctypes as ct
 from collections.abc import Iterable
 from typing import Any
 
+from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
-from bpftop.bpf.raw import Addresses
+from bpftop.bpf.python_walk import PythonWalker
+from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
 # (function, its prog array, BCC's program type attribute)
@@ -85,3 +89,38 @@ def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, Addresses]:
 def walked_share(counted: Iterable[tuple[int, int]]) -> int:
     """Of (user stack id, samples) pairs, the samples whose stack the walker made."""
     return sum(n for stack_id, n in counted if is_walked(stack_id))
+
+
+def native_store(slot: int) -> bytes:
+    """The run-long ``get_stackid`` store of the weighted probes of handler slot ``slot``."""
+    return b"wstacks_1" if slot else b"wstacks"
+
+
+def weighted_samples(
+    bpf: Any,
+    drains: MapDrains,
+    generation: int,
+    slot: int,
+    walker: bool,
+    python: PythonWalker | None,
+) -> tuple[tuple[RawSample, ...], list[tuple[Any, Any]]]:
+    """Drain ``wcounts{generation}`` (counted by handler slot ``slot``): its
+    samples and its raw entries. ``walker``: the .eh_frame walker is loaded."""
+    weighted = drains.entries(f"wcounts{generation}")
+    if not weighted:
+        return (), weighted
+    ids = [key.user_stack_id for key, _ in weighted]
+    walked = read_walked(bpf[weighted_store(slot)], ids) if walker else {}
+    py_ids = (key.python_stack_id for key, _ in weighted)
+    pystacks = python.read_weighted(slot, py_ids) if python is not None else {}
+    stacks = StackReader(bpf[native_store(slot)], walked, pystacks)
+    return tuple(stacks.weighted(key, value) for key, value in weighted), weighted
+
+
+def clear_weighted(bpf: Any, slot: int, walker: bool, python: PythonWalker | None) -> None:
+    """Empty handler slot ``slot``'s run-long stores (its probe is detached)."""
+    clear_stacks(bpf[native_store(slot)])
+    if walker:
+        clear_stacks(bpf[weighted_store(slot)])
+    if python is not None:
+        clear_stacks(python.weighted_store(slot))

@@ -24,7 +24,12 @@ from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, k
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
-from bpftop.bpf.probe_stacks import load_probe_walker, read_walked, walked_share, weighted_store
+from bpftop.bpf.probe_stacks import (
+    clear_weighted,
+    load_probe_walker,
+    walked_share,
+    weighted_samples,
+)
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.program_text import (
     PROGRAM_DIR,
@@ -248,7 +253,7 @@ class CpuSampler:
         if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
             load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
         if self.python is not None:  # the Python walker's copy for this kind, if any
-            self.python.load_probe_copy(plan.spec.kind, import_bcc().BPF.KPROBE)  # type: ignore[attr-defined]
+            self.python.load_probe_copy(plan.spec.kind, import_bcc().BPF)  # type: ignore[attr-defined]
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
@@ -266,9 +271,7 @@ class CpuSampler:
         """Detach muted probes (``which`` of them) and empty their slot's weighted stacks."""
         for old in [a for a in self._retired if which(a)]:
             old.detach()
-            clear_stacks(self._bpf[_wstacks(old.slot)])
-            if self.unwinder is not None:
-                clear_stacks(self._bpf[weighted_store(old.slot)])
+            clear_weighted(self._bpf, old.slot, self.unwinder is not None, self.python)
             self._retired.remove(old)
 
     def _write_state(self) -> None:
@@ -289,13 +292,10 @@ class CpuSampler:
         stacks = StackReader(self._bpf[f"stacks{old}".encode()], walked, python)
         entries = drains.entries(f"counts{old}")
         samples = tuple(stacks.sample(key, value) for key, value in entries)
-        weighted = drains.entries(f"wcounts{old}")
-        if weighted:
-            slot = self._gen_slot[old]
-            ids = (key.user_stack_id for key, _ in weighted)
-            wwalked = read_walked(self._bpf[weighted_store(slot)], ids) if self.unwinder else {}
-            wstacks = StackReader(self._bpf[_wstacks(slot)], wwalked)
-            samples += tuple(wstacks.weighted(key, value) for key, value in weighted)
+        wsamples, weighted = weighted_samples(
+            self._bpf, drains, old, self._gen_slot[old], self.unwinder is not None, self.python
+        )
+        samples += wsamples
         walked_samples = walked_share((k.user_stack_id, n) for k, n in entries)
         walked_samples += walked_share((k.user_stack_id, v.count) for k, v in weighted)
         self._drained.update({
@@ -393,7 +393,3 @@ _NOT_SAMPLES = {  # handlers that report events, not samples
 def _set_bit(control: Any, index: int, bit: int, on: bool) -> None:
     old = int(control[ct.c_int(index)].value)
     control[ct.c_int(index)] = ct.c_uint32(old | (1 << bit) if on else old & ~(1 << bit))
-
-
-def _wstacks(slot: int) -> bytes:
-    return b"wstacks_1" if slot else b"wstacks"

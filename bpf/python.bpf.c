@@ -25,6 +25,14 @@
  * -EEXIST, never a wrong stack. Then the native user stack is taken as
  * usual (count_user_stack: the .eh_frame walker or get_stackid).
  *
+ * offcpu (python_blocked, from sched_switch): the frames of the thread
+ * leaving the CPU go into the run-long store of the handler slot
+ * (pywstacks{slot}, like the native uwstacks{slot}: the wake-up that counts
+ * may come generations later), their id into the thread's `blocked` entry
+ * and from there into the weighted key, so two Python stacks on one native
+ * stack stay apart. Then the native walk goes on as unwind_blocked does.
+ * No --gil filter there: a thread blocks without the GIL.
+ *
  * The frame layout is CPython 3.11's on x86-64 (DESIGN §5d): one 40-byte
  * read at frame + 32 covers f_code (+32), previous (+48), prev_instr (+56)
  * and is_entry (+68). User space refuses other versions.
@@ -77,10 +85,18 @@ struct pystack {
     struct pyframe frames[PY_MAX_FRAMES];
 };
 
+#define PY_FOR_COUNT 0   /* one count: stack into pystacks{active} */
+#define PY_FOR_BLOCKED 1 /* offcpu: stack into pywstacks{slot}, then the blocked entry */
+
 struct python_state {
     struct sample_key key;
     u32 active;
     u32 at_entry; /* a uprobe at a function's first instruction (count_user_stack) */
+    u32 kind;     /* PY_FOR_* */
+    u32 slot;     /* BLOCKED: the handler slot */
+    u32 epoch;    /* BLOCKED: the probe epoch */
+    u32 pad;
+    u64 start_ns; /* BLOCKED: when it blocked */
     u64 frame; /* the next _PyInterpreterFrame to read */
     u64 last_code, last_ident; /* the previous frame's: a recursion reads it once */
     struct pystack stack;
@@ -92,7 +108,10 @@ BPF_PERCPU_ARRAY(python_counts, u64, PY_COUNT_SLOTS);
 BPF_F_TABLE("hash", u32, struct pystack, pystacks0, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_F_TABLE("hash", u32, struct pystack, pystacks1, STACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_PROG_ARRAY(python_progs, 1);    /* python_walk: perf events */
+BPF_F_TABLE("hash", u32, struct pystack, pywstacks0, WSTACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
+BPF_F_TABLE("hash", u32, struct pystack, pywstacks1, WSTACK_STORAGE_SIZE, BPF_F_NO_PREALLOC);
 BPF_PROG_ARRAY(python_progs_kp, 1); /* python_walk_kp: uprobes, USDT, kprobes */
+BPF_PROG_ARRAY(python_progs_tp, 1); /* python_walk_tp: tracepoints, offcpu's sched_switch */
 
 #define PY_BARRIER(x) asm volatile("" : "+r"(x))
 
@@ -106,34 +125,67 @@ static __always_inline int python_read(u64 *dst, u64 addr) {
     return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
 }
 
-/* Store the frames in this generation's store, name them in the key, and go
- * on with the native user stack (which counts the sample). */
-static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python_state *st) {
-    struct pystack *old = NULL;
+/* Store the walked frames under `id`: `which` is 0/1 for pystacks0/1, 2/3
+ * for pywstacks0/1 (offcpu, only from a tracepoint program). Returns the
+ * entry now under `id` (another stack's on a collision) or NULL; -errno in *err. */
+static __always_inline struct pystack *python_insert(struct python_state *st, u32 *id, u32 which,
+                                                     int *err) {
+    struct pystack *old;
+    if (which == 0) {
+        old = pystacks0.lookup(id);
+        if (!old && (*err = pystacks0.insert(id, &st->stack)) == -EEXIST)
+            old = pystacks0.lookup(id); /* another CPU, just now */
+    } else if (which == 1) {
+        old = pystacks1.lookup(id);
+        if (!old && (*err = pystacks1.insert(id, &st->stack)) == -EEXIST)
+            old = pystacks1.lookup(id);
+    } else if (which == 2) {
+        old = pywstacks0.lookup(id);
+        if (!old && (*err = pywstacks0.insert(id, &st->stack)) == -EEXIST)
+            old = pywstacks0.lookup(id);
+    } else {
+        old = pywstacks1.lookup(id);
+        if (!old && (*err = pywstacks1.insert(id, &st->stack)) == -EEXIST)
+            old = pywstacks1.lookup(id);
+    }
+    return old;
+}
+
+/* Store the frames (this generation's store, or the slot's run-long one for
+ * offcpu); returns their id, 0 without frames, or -errno. */
+static __always_inline s32 python_store(struct python_state *st, u32 ctx_kind) {
+    if (!st->stack.len)
+        return 0;
+    u64 hash = (st->stack.hash ^ st->stack.len ^ ((u64)st->stack.truncated << 40)) *
+               0x9e3779b97f4a7c15ULL;
+    st->stack.hash = hash;
+    u32 id = (u32)(hash >> 34) | PY_ID_BIT;
     int err = -EEXIST;
-    u32 id = 0;
-    if (st->stack.len) {
-        u64 hash = (st->stack.hash ^ st->stack.len ^ ((u64)st->stack.truncated << 40)) *
-                   0x9e3779b97f4a7c15ULL;
-        st->stack.hash = hash;
-        id = (u32)(hash >> 34) | PY_ID_BIT;
-        old = st->active ? pystacks1.lookup(&id) : pystacks0.lookup(&id);
-        if (!old) {
-            if (st->active) {
-                err = pystacks1.insert(&id, &st->stack);
-                old = err == -EEXIST ? pystacks1.lookup(&id) : NULL;
-            } else {
-                err = pystacks0.insert(&id, &st->stack);
-                old = err == -EEXIST ? pystacks0.lookup(&id) : NULL;
-            }
-        }
-        if (err == -EEXIST)
-            st->key.python_stack_id = (old && old->hash == hash) ? (s32)id : -EEXIST;
-        else
-            st->key.python_stack_id = err ? err : (s32)id;
-        python_count(PY_COUNT_WALKED);
-        if (st->stack.truncated)
-            python_count(PY_COUNT_TRUNCATED);
+    u32 which = st->active ? 1 : 0;
+    if (ctx_kind == CTX_TRACEPOINT && st->kind == PY_FOR_BLOCKED)
+        which = st->slot ? 3 : 2;
+    struct pystack *old = python_insert(st, &id, which, &err);
+    python_count(PY_COUNT_WALKED);
+    if (st->stack.truncated)
+        python_count(PY_COUNT_TRUNCATED);
+    if (err == -EEXIST)
+        return (old && old->hash == hash) ? (s32)id : -EEXIST;
+    return err ? err : (s32)id;
+}
+
+/* Store the frames, name them in the key, and go on with the native user
+ * stack (which counts the sample, or for offcpu makes the blocked entry). */
+static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python_state *st) {
+    st->key.python_stack_id = python_store(st, ctx_kind);
+    if (ctx_kind == CTX_TRACEPOINT && st->kind == PY_FOR_BLOCKED) {
+        u32 tid = st->key.tid, slot = st->slot;
+        struct pending out = {.start_ns = st->start_ns, .tgid = st->key.tgid, .epoch = st->epoch,
+                              .kernel_stack_id = st->key.kernel_stack_id,
+                              .python_stack_id = st->key.python_stack_id};
+        unwind_blocked(ctx, &out, tid, slot); /* walks and stores, unless fp */
+        out.user_stack_id = weighted_stack(ctx, slot, BPF_F_USER_STACK);
+        blocked.update(&tid, &out);
+        return;
     }
     struct sample_key key = st->key;
     count_user_stack(ctx, ctx_kind, &key, st->active, st->at_entry);
@@ -192,13 +244,15 @@ static __always_inline int python_step(struct python_state *st) {
     return 0;
 }
 
-/* The next tail call of a walk in a program of type `ctx_kind` (CTX_PERF or
- * CTX_KPROBE: a tail call reaches only a program of the caller's own type). */
+/* The next tail call of a walk in a program of type `ctx_kind` (CTX_*: a
+ * tail call reaches only a program of the caller's own type). */
 static __always_inline void python_next(void *ctx, u32 ctx_kind) {
     if (ctx_kind == CTX_PERF)
         python_progs.call(ctx, 0);
-    else
+    else if (ctx_kind == CTX_KPROBE)
         python_progs_kp.call(ctx, 0);
+    else
+        python_progs_tp.call(ctx, 0);
 }
 
 static __always_inline int python_walk_in(void *ctx, u32 ctx_kind) {
@@ -219,6 +273,7 @@ static __always_inline int python_walk_in(void *ctx, u32 ctx_kind) {
 
 int python_walk(struct bpf_perf_event_data *ctx) { return python_walk_in(ctx, CTX_PERF); }
 int python_walk_kp(struct pt_regs *ctx) { return python_walk_in(ctx, CTX_KPROBE); }
+int python_walk_tp(void *ctx) { return python_walk_in(ctx, CTX_TRACEPOINT); }
 
 /* The sampled thread's innermost Python frame, or 0; its thread state in *tstate_out. */
 static __always_inline u64 python_current_frame(struct python_proc *proc, u64 *tstate_out) {
@@ -250,13 +305,28 @@ static __always_inline void python_fork(u32 parent, u32 child) {
         python_procs.update(&child, proc);
 }
 
+/* The scratch state set up for a walk from `frame`, or NULL. */
+static __always_inline struct python_state *python_begin(u64 frame) {
+    u32 zero = 0;
+    struct python_state *st = python_scratch.lookup(&zero);
+    if (!st)
+        return NULL;
+    st->frame = frame;
+    st->last_code = 0;
+    st->last_ident = 0;
+    st->stack.len = 0;
+    st->stack.truncated = 0;
+    st->stack.hash = 0xcbf29ce484222325ULL;
+    return st;
+}
+
 /* The hook: returns 0 (and the caller goes on without Python frames) unless
  * the thread is in Python code; otherwise tail-calls python_walk. Returns 1
  * when the sample is not to be taken: --gil, and the thread of a Python
  * process does not hold the GIL (py-spy's --gil). */
 static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
                                              u32 active, u32 at_entry) {
-    u32 tgid = key->tgid, zero = 0;
+    u32 tgid = key->tgid;
     struct python_proc *proc = python_procs.lookup(&tgid);
     if (!proc)
         return 0;
@@ -272,18 +342,40 @@ static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sam
         python_count(PY_COUNT_NO_TSTATE);
         return 0;
     }
-    struct python_state *st = python_scratch.lookup(&zero);
+    struct python_state *st = python_begin(frame);
     if (!st)
         return 0;
     st->key = *key;
     st->active = active;
     st->at_entry = at_entry;
-    st->frame = frame;
-    st->last_code = 0;
-    st->last_ident = 0;
-    st->stack.len = 0;
-    st->stack.truncated = 0;
-    st->stack.hash = 0xcbf29ce484222325ULL;
+    st->kind = PY_FOR_COUNT;
     python_next(ctx, ctx_kind); /* fails (no frames then) until user space loads the copy */
     return 0;
+}
+
+/* offcpu: the thread `tid` of a Python process leaves the CPU blocked; `out`
+ * is its entry so far. Tail-calls python_walk_tp (which goes on with the
+ * native walk and makes the entry); returns when the thread has no Python
+ * frame or the copy is not loaded: the caller goes on without Python frames. */
+static __always_inline void python_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {
+    u32 tgid = out->tgid;
+    struct python_proc *proc = python_procs.lookup(&tgid);
+    if (!proc)
+        return;
+    u64 tstate = 0;
+    u64 frame = python_current_frame(proc, &tstate);
+    if (!frame) {
+        python_count(PY_COUNT_NO_TSTATE);
+        return;
+    }
+    struct python_state *st = python_begin(frame);
+    if (!st)
+        return;
+    struct sample_key key = {.tgid = tgid, .tid = tid, .kernel_stack_id = out->kernel_stack_id};
+    st->key = key;
+    st->kind = PY_FOR_BLOCKED;
+    st->slot = slot;
+    st->epoch = out->epoch;
+    st->start_ns = out->start_ns;
+    python_progs_tp.call(ctx, 0);
 }

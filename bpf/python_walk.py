@@ -1,8 +1,9 @@
 """The Python frame walker's program and maps (bpf/python.bpf.c), seen from Python.
 
 Owns :class:`PythonWalker` (loads ``python_walk`` into its tail-call slot,
-and ``python_walk_kp`` for uprobes, USDT and kprobes on their first use;
-describes Python processes to the kernel, drains the Python stack store) and
+``python_walk_kp`` for uprobes, USDT and kprobes and ``python_walk_tp`` for
+tracepoints and offcpu on their first use; describes Python processes to the
+kernel, drains the Python stack store, reads offcpu's run-long one) and
 the values it takes and gives: :class:`PythonProcess` (what the kernel needs
 per process: where the interpreter keeps its thread-state key) and
 :class:`PythonStack` (one walked stack: ``(code address, instruction index,
@@ -17,6 +18,7 @@ import contextlib
 import ctypes as ct
 import struct
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +29,19 @@ from bpftop.bpf.raw import RawPyFrame
 
 PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
-PROBE_KINDS = frozenset({ProbeKind.UPROBE, ProbeKind.USDT, ProbeKind.KPROBE, ProbeKind.KRETPROBE})
-"""Probe kinds whose hits carry Python frames (kprobe-type handlers that count);
-the time probes and tracepoints have native frames only."""
+_KPROBE_COPY = (b"python_walk_kp", b"python_progs_kp", "KPROBE")
+_TRACEPOINT_COPY = (b"python_walk_tp", b"python_progs_tp", "TRACEPOINT")
+_COPY_OF = {
+    ProbeKind.UPROBE: _KPROBE_COPY,
+    ProbeKind.USDT: _KPROBE_COPY,
+    ProbeKind.KPROBE: _KPROBE_COPY,
+    ProbeKind.KRETPROBE: _KPROBE_COPY,
+    ProbeKind.TRACEPOINT: _TRACEPOINT_COPY,
+    ProbeKind.OFFCPU: _TRACEPOINT_COPY,
+}
+PROBE_KINDS = frozenset(_COPY_OF)
+"""Probe kinds whose events carry Python frames besides CPU samples (offcpu:
+the frames at the block); uretprobe latency has native frames only."""
 COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors", "no_gil")  # PY_COUNT_* order
 _HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
 _FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
@@ -80,16 +92,38 @@ class PythonWalker:
         self._bpf = bpf
         self._described: set[int] = set()
 
-    def load_probe_copy(self, kind: ProbeKind, kprobe_type: int) -> bool:
-        """Load ``python_walk_kp``, the copy uprobes, USDT probes and kprobes
-        tail-call (a tail call stays within its program type), on the first
-        such probe: a run that only samples CPU does not verify it. Until it is
-        loaded their hits have native frames only. True when loaded now."""
-        if kind not in PROBE_KINDS or b"python_walk_kp" in self._bpf.funcs:
+    def load_probe_copy(self, kind: ProbeKind, program_types: Any) -> bool:
+        """Load the copy probe ``kind``'s handlers tail-call (a tail call stays
+        within its program type): ``python_walk_kp`` for uprobes, USDT probes
+        and kprobes, ``python_walk_tp`` for tracepoints and offcpu
+        (``program_types``: ``bcc.BPF``, whose attributes name the types). On
+        the first such probe: a run that only samples CPU does not verify
+        them. Until one is loaded its probes have native frames only. True
+        when loaded now."""
+        found = _COPY_OF.get(kind)
+        if found is None or found[0] in self._bpf.funcs:
             return False
-        walker = self._bpf.load_func(b"python_walk_kp", kprobe_type)
-        self._bpf[b"python_progs_kp"][ct.c_int(0)] = ct.c_int(walker.fd)
+        name, array, program_type = found
+        walker = self._bpf.load_func(name, getattr(program_types, program_type))
+        self._bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
         return True
+
+    def read_weighted(self, slot: int, stack_ids: Iterable[int]) -> dict[int, PythonStack]:
+        """offcpu's Python stacks of ``stack_ids`` in handler slot ``slot``'s
+        run-long store. They stay there: a blocked thread's entry may still
+        name them (``clear_weighted`` empties the store of a retired slot)."""
+        store, found = self._bpf[_weighted_store(slot)], {}
+        for stack_id in {s for s in stack_ids if s > 0}:
+            try:
+                leaf = store[ct.c_uint32(stack_id)]
+            except KeyError:
+                continue
+            found[stack_id] = _stack(bytes(leaf), 0)
+        return found
+
+    def weighted_store(self, slot: int) -> Any:
+        """The run-long store of handler slot ``slot`` (to empty it when retired)."""
+        return self._bpf[_weighted_store(slot)]
 
     @property
     def usable(self) -> bool:
@@ -134,6 +168,10 @@ class PythonWalker:
     def counts(self) -> PythonCounts:
         values = [int(self._counts.sum(ct.c_int(i)).value) for i in range(len(COUNT_NAMES))]
         return PythonCounts(*values)
+
+
+def _weighted_store(slot: int) -> bytes:
+    return b"pywstacks1" if slot else b"pywstacks0"
 
 
 def _stack(values: bytes, at: int) -> PythonStack:

@@ -372,7 +372,8 @@ static __always_inline void unwind_finish(struct unwind_state *st) {
     } else if (st->kind == UNWIND_BLOCKED) {
         struct pending out = {
             .start_ns = st->weight, .tgid = st->key.tgid, .user_stack_id = st->key.user_stack_id,
-            .kernel_stack_id = st->key.kernel_stack_id, .epoch = st->epoch};
+            .kernel_stack_id = st->key.kernel_stack_id, .epoch = st->epoch,
+            .python_stack_id = st->key.python_stack_id};
         u32 tid = st->key.tid;
         blocked.update(&tid, &out);
     } else {
@@ -524,6 +525,7 @@ static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 t
     st->key.tgid = out->tgid;
     st->key.tid = tid;
     st->key.kernel_stack_id = out->kernel_stack_id;
+    st->key.python_stack_id = out->python_stack_id;
     st->slot = slot;
     st->epoch = out->epoch;
     st->weight = out->start_ns;

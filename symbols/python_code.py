@@ -26,6 +26,7 @@ code address and a reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from bpftop.symbols.frame import Frame, Unresolved
 
@@ -92,6 +93,12 @@ class CodeNames:
         self._code_type = code_type
         self._cache: dict[int, _Code] = {}
         self._path = f"/proc/{pid}/mem"
+        self._mem: BinaryIO | None = None  # kept open: opening it was half a naming's cost
+
+    def close(self) -> None:
+        if self._mem is not None:
+            self._mem.close()
+            self._mem = None
 
     def frame(self, code_addr: int, instr_index: int, ident: int) -> Frame:
         """The frame of ``code_addr`` if the object there is still the one of
@@ -112,8 +119,9 @@ class CodeNames:
         if not ident:  # the kernel could not read the object: nothing to check against
             return Unresolved.FILE_UNREADABLE
         try:
-            with open(self._path, "rb", buffering=0) as mem:
-                code = _read_code(mem, addr, self._code_type)
+            if self._mem is None:
+                self._mem = open(self._path, "rb", buffering=0)  # noqa: SIM115 - kept open
+            code = _read_code(self._mem, addr, self._code_type)
         except OSError:
             code = None
         if code is None:

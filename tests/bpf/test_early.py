@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.collect.early import BPF_FP
+from bpftop.tui.collect.early import BPF_FP, EarlyFeed
 from bpftop.tui.collect.early_stacks import EARLY_FP, EARLY_WALKED
 from bpftop.tui.model.snapshot import Snapshot
 from tests.bpf.test_record import parse_folded, record
@@ -218,3 +218,29 @@ def test_record_helper_still_works(workloads: Path, tmp_path: Path) -> None:
         target.wait()
     assert result.returncode == 0, result.stderr
     assert "wrote" in result.stderr and total(tmp_path / "x.folded") > 0
+
+
+def test_a_tick_keeps_no_sample_taken_after_its_cut(workloads: Path) -> None:
+    """``tick(until_ns)``, the collector's last tick after stop(): the samples
+    taken after the cut are not kept, those before it all are (a record's
+    last tick came up to a second after -d ended, while the first stacks were
+    symbolized: a 1 s record held 1.4 s of samples, bench.startup)."""
+    hz = 199
+    target = subprocess.Popen([str(workloads / "chain"), "-n", "1000000000"])
+    try:
+        feed, why = EarlyFeed.start(hz, [target.pid], False)
+        assert feed is not None, why
+        try:
+            before, since = cpu_s(target.pid), time.monotonic()
+            time.sleep(1.0)
+            until_ns = time.monotonic_ns()
+            share = (cpu_s(target.pid) - before) / (time.monotonic() - since)
+            expected = hz * (cpu_s(target.pid) - before)
+            time.sleep(1.0)  # sampled on, after the cut
+            tick, _ = feed.tick(until_ns)
+        finally:
+            feed.close()
+    finally:
+        target.kill()
+        target.wait()
+    assert abs(tick.total_samples - expected) <= allowed(expected, share), (tick, expected)

@@ -33,6 +33,7 @@ from bpftop.tui.collect.probe_complete import ProbeCompleter
 from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
 from bpftop.tui.formats.profile_io import write_folded
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
@@ -79,8 +80,10 @@ class BpftopApp(SourceApp):
         export_dir: str | Path | None = None,
         completer: ProbeCompleter | None = None,
         baseline: Baseline | None = None,
+        show_idle: bool = False,
     ) -> None:
-        """``baseline``: compare with it from the start (``bpftop diff``)."""
+        """``baseline``: compare with it from the start (``bpftop diff``);
+        ``show_idle``: idle Python samples shown from the start (--idle)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
@@ -91,6 +94,7 @@ class BpftopApp(SourceApp):
         self.show_lines = False
         self.state = ViewState()
         self.state.baseline = baseline
+        self.state.show_idle = show_idle
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_derived: Derived | None = None
         self.deriving: Background[Derived] = Background(self, "derive")
@@ -143,6 +147,7 @@ class BpftopApp(SourceApp):
     def show(self, snapshot: Snapshot) -> None:
         """Render one snapshot into the header and the view on screen."""
         self.shown = snapshot
+        self.state.idle_applies = idle_applies(snapshot.stats.probe)
         self._refresh_header()
         derived = self._derived()
         if derived is not None:
@@ -294,6 +299,12 @@ class BpftopApp(SourceApp):
     def action_toggle_python_functions(self) -> None:
         by_function = self.state.toggle_python_functions()
         self.notify(f"Python frames by {'function' if by_function else 'line'}", title="frames")
+        if self.shown is not None:
+            self.show(self.shown)
+
+    def action_toggle_idle(self) -> None:
+        shown = self.state.toggle_idle()
+        self.notify(f"idle Python samples {'shown' if shown else 'hidden'}", title="idle")
         if self.shown is not None:
             self.show(self.shown)
 

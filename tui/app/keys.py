@@ -46,6 +46,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("U", "only_frames('kernel')", "Kernel only", show=False),
     Binding("P", "only_frames('python')", "Python only", show=False),
     Binding("G", "toggle_python_functions", "Python by function", show=False),
+    Binding("I", "toggle_idle", "Idle", show=False),
     Binding("r", "reset", "Reset"),
     Binding("m", "cycle_time_mode", "Time mode"),
     Binding("a", "all_threads", "All threads", show=False),
@@ -125,6 +126,11 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     KeyHelp(
         "toggle_python_functions",
         "Python frames by function, `QUALNAME (FILE)` (again: by line, `QUALNAME (FILE:LINE)`)",
+    ),
+    KeyHelp(
+        "toggle_idle",
+        "offcpu: show idle Python samples (innermost frame a known wait: threading's "
+        "`wait`, `selectors`' `select`; hidden by default, as in py-spy; again: hide them)",
     ),
     KeyHelp(
         "only_frames",

@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
 from bpftop.tui.app.header import placeholder_text
+from bpftop.tui.model.idle import busy_threads
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.model.viewstate import Derived, ViewState
@@ -136,6 +137,7 @@ class ViewSwitcher(ContentSwitcher):
             self.flame_view.set_tree(tree, zoom)
         elif view == "threads":
             threads = shown.threads if shown is not None else ()
+            threads = threads if state.keep_idle else busy_threads(threads)
             self.query_one("#threads", ThreadsView).update_threads(threads, thread)
         else:
             self.query_one("#diag", DiagnosticsView).update_from(shown)

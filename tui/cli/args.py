@@ -160,6 +160,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="CPython processes: only samples of threads holding the GIL (py-spy's --gil); "
         "implies --no-early",
     )
+    p.add_argument(
+        "--idle",
+        action="store_true",
+        help="offcpu: keep idle Python samples (innermost frame a known wait: threading's wait, "
+        "selectors' select): record writes them, the live view starts with them shown "
+        "(I toggles); by default they are left out and counted, as py-spy does",
+    )
     p.add_argument("--print-bpf", action="store_true", help="print the BPF program and exit")
     p.add_argument(
         "command",

@@ -36,7 +36,8 @@ def run_live(args: argparse.Namespace) -> int:
 
     collector = make_collector(args, sampler, args.interval)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
-    app = BpftopApp(collector, interval_s=args.interval, completer=completer)
+    show_idle = getattr(args, "idle", False)
+    app = BpftopApp(collector, interval_s=args.interval, completer=completer, show_idle=show_idle)
     tune_gc()
     with terminal_driver() as driver:
         app.driver_class = driver

@@ -29,6 +29,7 @@ from bpftop.tui.cli.session import (
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
+from bpftop.tui.model.idle import snapshot_without_idle
 from bpftop.tui.model.snapshot import Phase, Snapshot
 
 
@@ -97,6 +98,14 @@ def _write(
     )  # fmt: skip
     from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
+    if not getattr(args, "idle", False):
+        snap, hidden, share = snapshot_without_idle(snap)
+        if hidden:
+            print(
+                f"bpftop: left out {hidden} idle Python samples ({100 * share:.1f}% of the "
+                "total: innermost frame a known wait, as py-spy does; --idle keeps them)",
+                file=sys.stderr,
+            )
     save_recording(snap, meta, args.output, args.format)
     if snap.stats.total_samples == 0:
         print(f"bpftop: warning: {_empty_reason(args, snap, exited_at)}", file=sys.stderr)

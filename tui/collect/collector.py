@@ -33,6 +33,7 @@ from bpftop.tui.collect.early import (
     EarlyFeed,
     Qualities,
     bpf_qualities,
+    next_deadline,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, ThreadNames, trim_heap
@@ -99,7 +100,7 @@ class Collector:
         self._followed = Followed(self._targets[1:], self._symbolizer, sampler, self._labels)
         self._overhead = OverheadMeter()
         self._seq = 0
-        self._stop = threading.Event()
+        self._stop, self._stop_ns = threading.Event(), 0  # stop(): when it was first called
         self._wake = threading.Event()  # a request arrived, or stop
         self.source_lines = False  # asked for by the app (the L key), read between ticks
         self.headless = False  # record: only the last snapshot's tree and table are read
@@ -126,8 +127,9 @@ class Collector:
         self._thread.start()
 
     def stop(self, wait: bool = True) -> None:
-        """Stop sampling (last drain), detach probes, join; idempotent. ``wait`` for a
-        compile still running: nothing of BCC's may be left for its exit hooks."""
+        """Stop sampling (last drain: no perf sample after this call), detach probes,
+        join; idempotent. ``wait`` for a compile still running (BCC's exit hooks)."""
+        self._stop_ns = self._stop_ns or time.monotonic_ns()
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -174,9 +176,10 @@ class Collector:
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
+            self._stacks.python.check_early(self._targets)  # a refused Python: said now
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
-                ended = self._loop(lambda: self._absorb(*feed.tick()), self._loading)
+                ended = self._loop(lambda: self._absorb(*feed.tick(self._stop_ns)), self._loading)
             if ended is None:
                 self._loading.wait()
                 if self._loading.error is not None:
@@ -238,7 +241,7 @@ class Collector:
         self.bpf_problem = str(error)
         self._note = f"perf_event only, BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._note)
-        return bool(self._loop(lambda: self._absorb(*feed.tick())))
+        return bool(self._loop(lambda: self._absorb(*feed.tick(self._stop_ns))))
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
@@ -266,7 +269,7 @@ class Collector:
             if woken:
                 self._wake.clear()  # a request: answer now, keep the tick rhythm
             else:
-                deadline = _next_deadline(deadline, self.interval_s, time.monotonic())
+                deadline = next_deadline(deadline, self.interval_s, time.monotonic())
             self._apply_requests()
             tick()
             if self._process.exited() and not self._followed.alive():
@@ -392,9 +395,3 @@ class Collector:
 
 
 _UNREAD = Profile()  # the empty tree and table of headless ticks
-
-
-def _next_deadline(deadline: float, interval_s: float, now: float) -> float:
-    """The next tick's time; ticks missed while a slow one ran are skipped."""
-    deadline += interval_s
-    return deadline if deadline > now else now + interval_s

@@ -6,7 +6,8 @@ aggregate into a :class:`RawTick`, each sample's user stack walked from its
 copied stack where the tables allow; hand over to BPF per CPU at
 the first BPF sample's time, so nothing is lost or counted twice) and
 :class:`~bpftop.tui.collect.early_stacks.EarlyStacks`, which decides each
-early sample's user stack and its quality. Used only from the collector thread.
+early sample's user stack and its quality. Used only from the collector thread,
+as are :class:`BackgroundLoad` (the compile's thread) and :func:`next_deadline`.
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ class EarlyFeed:
                 self._lost += drained.lost
                 self.copies_dropped += drained.copies_dropped
 
-    def tick(self) -> tuple[RawTick, Qualities]:
-        """Everything sampled since the last tick, aggregated by equal stacks."""
+    def tick(self, until_ns: int = 0) -> tuple[RawTick, Qualities]:
+        """Everything sampled since the last tick, aggregated by equal stacks;
+        ``until_ns`` (CLOCK_MONOTONIC, 0: no limit): none sampled after it (a
+        record's -d ended, or ^C: the tick in progress then, up to a second while
+        the first stacks are symbolized, must not stretch the recording)."""
         self.poll()
-        return self._tick(lambda _: True)
+        return self._tick(lambda s: not until_ns or s.time_ns <= until_ns)
 
     def hand_over(self, first_bpf_ns: Callable[[], Mapping[int, int]]) -> tuple[RawTick, Qualities]:
         """BPF counts now: keep the perf samples of each CPU taken before BPF's
@@ -207,3 +211,9 @@ class BackgroundLoad:
     def succeeded(self) -> bool:
         """The load is over and raised nothing."""
         return self.done.is_set() and self.error is None
+
+
+def next_deadline(deadline: float, interval_s: float, now: float) -> float:
+    """The next tick's time; ticks missed while a slow one ran are skipped."""
+    deadline += interval_s
+    return deadline if deadline > now else now + interval_s

@@ -88,15 +88,27 @@ class PythonFeed:
         self.forget(pid)
         self.check(pid)
 
+    def check_early(self, pids: Iterable[int]) -> None:
+        """Before BPF loads: find ``pids``' interpreters now, so that one bpftop
+        cannot verify is said at once (a 1 s record may end before the compile
+        does, and with it the walker's ``attach``)."""
+        for pid in pids:
+            if self._enabled and pid > 0 and pid not in self._found:
+                self._find(pid)
+
     def check(self, pid: int) -> None:
         if self._walker is None or pid <= 0:
             return
+        found = self._found[pid] if pid in self._found else self._find(pid)
+        if isinstance(found, PythonRuntime):
+            self._walker.describe(pid, PythonProcess(found.tss_key_addr))
+
+    def _find(self, pid: int) -> PythonRuntime | PythonRefused | None:
         found = find_python(pid)
         if found is None:
             self._checked_at[pid] = time.monotonic()
-            return
+            return None
         self._found[pid] = found
         if isinstance(found, PythonRefused):
             self.notes.append(found.message)
-        else:
-            self._walker.describe(pid, PythonProcess(found.tss_key_addr))
+        return found

@@ -38,7 +38,9 @@ class PythonFrames:
 
     def forget(self, pid: int) -> None:
         """``pid`` exec'd or exited: its code objects are gone."""
-        self._names.pop(pid, None)
+        names = self._names.pop(pid, None)
+        if names is not None:
+            names.close()
 
     def merged(
         self, runtime: PythonRuntime, sample: RawSample, native: tuple[Frame, ...]

@@ -243,6 +243,7 @@ class ThreadShare:
     tid: int
     name: str
     samples: int
+    idle: int = 0  # of which idle (tui/model/idle.py)
 
 
 @dataclass(frozen=True, slots=True)

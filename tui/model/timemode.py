@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.tui.model.idle import stack_is_idle
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import ThreadShare
+
+IDLE_CACHE = 1 << 16  # stacks whose idleness is remembered (then the cache starts over)
 
 
 class TickStacks:
@@ -99,6 +102,8 @@ class TimedProfile:
         self.setting = setting
         self.thread: int | None = None
         self.thread_samples: dict[int, int] = {}
+        self.thread_idle: dict[int, int] = {}  # of which idle (tui/model/idle.py)
+        self._idle_of: dict[int, tuple[tuple[Frame, ...], bool]] = {}  # by id(frames)
         self.unknown: dict[UnknownKey, int] = {}  # samples with such a frame, cumulative
         self._moving: Profile | None = None
         self._ticks: deque[tuple[float, TickStacks]] = deque()
@@ -126,6 +131,8 @@ class TimedProfile:
         kept = frames if isinstance(frames, tuple) else tuple(frames)
         self.cumulative.add(process, kept, count)
         self.thread_samples[tid] = self.thread_samples.get(tid, 0) + count
+        if self._idle(kept):
+            self.thread_idle[tid] = self.thread_idle.get(tid, 0) + count
         for key in unknown:
             self.unknown[key] = self.unknown.get(key, 0) + count
         if self._moving is not None and (self.thread is None or tid == self.thread):
@@ -186,9 +193,22 @@ class TimedProfile:
         """The mode, and the thread when one is selected (what the header shows)."""
         return mode_label(self.setting, self.thread)
 
+    def _idle(self, frames: tuple[Frame, ...]) -> bool:
+        """``stack_is_idle``, once per stack tuple (the collector passes one per stack)."""
+        found = self._idle_of.get(id(frames))
+        if found is None or found[0] is not frames:
+            if len(self._idle_of) > IDLE_CACHE:
+                self._idle_of.clear()
+            found = self._idle_of[id(frames)] = (frames, stack_is_idle(frames))
+        return found[1]
+
     def thread_shares(self, names: Mapping[int, str]) -> tuple[ThreadShare, ...]:
         """Samples per thread, hottest first, named from ``names`` (tid -> comm)."""
-        shares = [ThreadShare(tid, names.get(tid, ""), n) for tid, n in self.thread_samples.items()]
+        idle = self.thread_idle
+        shares = [
+            ThreadShare(tid, names.get(tid, ""), n, idle.get(tid, 0))
+            for tid, n in self.thread_samples.items()
+        ]
         shares.sort(key=lambda t: (-t.samples, t.tid))
         return tuple(shares)
 
@@ -196,6 +216,7 @@ class TimedProfile:
         """Forget everything (the mode and the thread stay)."""
         self.cumulative.reset()
         self.thread_samples = {}
+        self.thread_idle = {}
         self.unknown = {}
         self._ticks.clear()
         self._pending = TickStacks()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from bpftop.symbols.python_code import function_label, is_python_frame
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.idle import drop_idle, has_idle
 from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
@@ -43,7 +44,7 @@ SYNC_GROUPING_NODES = 50_000
 """Up to this many nodes the function table is grouped by symbol on the app thread
 (``hot_by_symbol``, ~60 ns a node: a few ms); a bigger tree with inline frames is
 grouped on the derive worker (423k nodes: ~25-80 ms)."""
-Wanted = tuple[bool, str, str, bool, bool]
+Wanted = tuple[bool, str, str, bool, bool, bool]
 """What a derived view depends on besides the snapshot (``ViewState.wanted``)."""
 
 
@@ -53,6 +54,7 @@ class Derived:
 
     tree: CallNode
     hot: tuple[HotFunction, ...]
+    idle_hidden: int = 0  # idle samples (or their ns) left out (tui/model/idle.py)
 
 
 def derive_view(
@@ -62,13 +64,18 @@ def derive_view(
     match: Match | None,
     inline_rows: bool = False,
     python_functions: bool = False,
+    show_idle: bool = False,
 ) -> Derived:
     """What the views show: Python frames by function if ``python_functions``
     (else by line), ``frames`` kept (see FRAME_FILTERS), then only the
     stacks ``match`` finds. ``hot`` is the snapshot's table (inline frames as
     rows); unless ``inline_rows``, the table groups inline frames into the
-    function they were inlined into (``hot_by_symbol``). Pure, so it may run
-    on a worker thread."""
+    function they were inlined into (``hot_by_symbol``). Idle samples are
+    left out first unless ``show_idle``. Pure, so it may run on a worker thread."""
+    shown, hidden = (tree, 0) if show_idle else drop_idle(tree)
+    if hidden:
+        job = (frames, match, inline_rows, python_functions, True)
+        return _with_idle(derive_view(shown, (), *job), hidden)
     shown = rename_frames(tree, _by_function) if python_functions else tree
     keep = FRAME_FILTERS[frames]
     shown = keep_frames(shown, keep) if keep is not None else shown
@@ -77,6 +84,11 @@ def derive_view(
     if not inline_rows and has_inlined(shown):
         return Derived(shown, hot_by_symbol(shown, 500))
     return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
+
+
+def _with_idle(derived: Derived, hidden: int) -> Derived:
+    hot = derived.hot or hot_from_tree(derived.tree, 500)
+    return Derived(derived.tree, hot, hidden)
 
 
 def _by_function(key: NodeKey) -> NodeKey:
@@ -98,6 +110,9 @@ class ViewState:
         self.frames = "all"
         self.inline_rows = False  # the function table: inline frames as rows of their own
         self.python_functions = False  # Python frames by function, not by line
+        self.show_idle = False  # idle samples shown (tui/model/idle.py; --idle, I)
+        self.idle_applies = False  # the shown probe's samples can be idle (offcpu)
+        self.idle_hidden = 0  # what the last derived view left out as idle
         self._cache: tuple[CallNode, Wanted, Derived] | None = None
 
     # -- zoom -----------------------------------------------------------------
@@ -164,10 +179,21 @@ class ViewState:
         self.python_functions = not self.python_functions
         return self.python_functions
 
+    def toggle_idle(self) -> bool:
+        """Idle samples shown or hidden; the new state."""
+        self.show_idle = not self.show_idle
+        return self.show_idle
+
     @property
     def wanted(self) -> Wanted:
         """What a derived view depends on besides the snapshot."""
-        return (self.filtering, self.pattern, self.frames, self.inline_rows, self.python_functions)
+        shown = (self.filtering, self.pattern, self.frames, self.inline_rows)
+        return (*shown, self.python_functions, self.keep_idle)
+
+    @property
+    def keep_idle(self) -> bool:
+        """Idle samples stay: shown (``I``), or the probe's samples cannot be idle."""
+        return self.show_idle or not self.idle_applies
 
     @property
     def plain(self) -> bool:
@@ -179,6 +205,8 @@ class ViewState:
         """True when deriving ``tree`` for the current choices costs next to nothing,
         so the app thread may do it: the snapshot as it is (``plain``), with a table
         that needs no grouping by symbol (``i``, or no inline frames) or a small tree."""
+        if not self.keep_idle and has_idle(tree):
+            return False
         if not self.plain or self.inline_rows:
             return self.plain
         return array_tree(tree).size <= SYNC_GROUPING_NODES or not has_inlined(tree)
@@ -192,11 +220,12 @@ class ViewState:
 
     def remember(self, tree: CallNode, wanted: Wanted, derived: Derived) -> None:
         self._cache = (tree, wanted, derived)
+        self.idle_hidden = derived.idle_hidden
 
-    def derive_job(self) -> tuple[str, Match | None, bool, bool]:
+    def derive_job(self) -> tuple[str, Match | None, bool, bool, bool]:
         """The arguments of :func:`derive_view` for the current choices."""
         match = self.match if self.filtering else None
-        return self.frames, match, self.inline_rows, self.python_functions
+        return self.frames, match, self.inline_rows, self.python_functions, self.keep_idle
 
     def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""

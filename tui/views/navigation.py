@@ -63,6 +63,10 @@ def breadcrumb_text(
     if state.baseline is not None:
         text.append("  │ ", "dim")
         text.append(f"Δ vs baseline of {state.baseline.total:,}", "bold yellow")
+    if state.idle_hidden and tree.total_count:
+        text.append("  │ ", "dim")
+        share = 100 * state.idle_hidden / tree.total_count
+        text.append(f"idle hidden {share:.0f}% (I)", "bold cyan")
     if state.frames != "all":
         text.append("  │ ", "dim")
         text.append(f"{state.frames} frames only", "bold cyan")
