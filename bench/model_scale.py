@@ -12,6 +12,7 @@ in resident memory above what the profile held (VmHWM, reset first):
     .venv/bin/python -m bench.model_scale            # 40,000 stacks
     .venv/bin/python -m bench.model_scale --stacks 10000 --no-memory
     .venv/bin/python -m bench.model_scale --no-memory --write
+    .venv/bin/python -m bench.model_scale --no-memory --read-at-end   # as record reads
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def main() -> None:
     parser.add_argument("--stacks", type=int, default=40_000)
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--write", action="store_true", help="then time writing each format")
+    parser.add_argument(
+        "--read-at-end", action="store_true", help="read the tree once at the end (as record does)"
+    )
     args = parser.parse_args()
     rng = random.Random(1)
     functions = [Frame(f"f{i}", "scale", 0) for i in range(200)]
@@ -52,8 +56,11 @@ def main() -> None:
     for at in range(0, len(stacks), PER_TICK):
         for stack in stacks[at : at + PER_TICK]:
             profile.add("scale", stack, 1)
-        profile.tree()
-        profile.hot_functions(limit=500)
+        if not args.read_at_end:
+            profile.tree()
+            profile.hot_functions(limit=500)
+    profile.tree()
+    profile.hot_functions(limit=500)
     cpu_s = time.process_time() - started
     line = f"{args.stacks} stacks, {profile.store.size:,} nodes: {cpu_s:.2f} CPU-s"
     if not args.no_memory:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpftop.tui.model.placement import place, up_paths
+from bpftop.tui.model.placement import add_up, place
 from bpftop.tui.model.store import ROOT, Ids, TreeStore
 
 
@@ -70,21 +70,20 @@ def test_new_nodes_take_the_flags_of_their_first_position() -> None:
     assert store.size == 1 + 5
 
 
-def test_up_paths_reach_every_ancestor_once_per_leaf() -> None:
+def test_add_up_reaches_every_ancestor_once_per_leaf() -> None:
     store = TreeStore()
-    keys = np.array([1, 2, 3, 1, 4], np.int32)  # stacks 1;2;3 and 1;4
+    keys = np.array([1, 2, 1, 1, 4], np.int32)  # stacks 1;2;1 (recursive) and 1;4
     starts, lengths = np.array([0, 3], np.int64), np.array([3, 2], np.int64)
-    nodes = place(store, keys, np.zeros(5, np.uint8), starts, lengths)
-    leaves = np.array([nodes[2], nodes[4], nodes[1], ROOT, nodes[2]], np.int32)
-    reached, counts = up_paths(store, leaves, np.array([1, 10, 100, 1000, 10000], np.int64))
-    totals: dict[int, int] = {}
-    for node, count in zip(reached.tolist(), counts.tolist(), strict=True):
-        totals[node] = totals.get(node, 0) + count
+    flags = np.array([4, 4, 0, 4, 4], np.uint8)  # FIRST_OF_FUNCTION but on the inner 1
+    nodes = place(store, keys, flags, starts, lengths)
     n = nodes.tolist()
-    assert totals == {
-        ROOT: 11111, n[0]: 10111, n[1]: 10101, n[2]: 10001, n[4]: 10,
-    }  # fmt: skip
-    assert len(reached) == 4 + 3 + 3 + 1 + 4
+    leaves = np.array([n[2], n[4], n[1], ROOT, n[2]], np.int32)
+    total, fn_total = np.zeros(store.size, np.int64), np.zeros(8, np.int64)
+    add_up(store, leaves, np.array([1, 10, 100, 1000, 10000], np.int64), total, fn_total)
+    assert store.size == 5
+    by_node = {ROOT: 11111, n[0]: 10111, n[1]: 10101, n[2]: 10001, n[4]: 10}
+    assert total.tolist() == [by_node[node] for node in range(5)]
+    assert fn_total.tolist() == [0, 10111, 10101, 0, 10, 0, 0, 0]  # 1 once for 1;2;1
 
 
 def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.child_index import slots_of
-from bpftop.tui.model.placement import place, up_paths
+from bpftop.tui.model.placement import add_up, place
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
@@ -237,7 +237,8 @@ class Profile:
         return ids
 
     def _flush(self) -> None:
-        """Place new stacks, then apply the buffered counts: one scatter-add per counter array."""
+        """Place new stacks, then apply the buffered counts: summed per leaf,
+        then added to the leaves' self counts and up their paths."""
         self._place()
         self._fit()
         if not self._pending:
@@ -245,14 +246,14 @@ class Profile:
         leaves = np.fromiter((stack.leaf for stack in self._pending), np.int32, len(self._pending))
         counts = np.array(self._pending_counts, np.int64)
         self._pending, self._pending_counts = [], []
+        leaves, at = np.unique(leaves, return_inverse=True)  # a stack of many ticks: once
+        summed = np.zeros(len(leaves), np.int64)
+        np.add.at(summed, at.reshape(-1), counts)
         store = self.store
-        np.add.at(self._self, leaves, counts)
+        self._self[leaves] += summed  # leaves distinct
         framed = store.depth[leaves] >= 2  # a stack of no frames counts no function
-        np.add.at(self._fn_self, store.key_id[leaves[framed]], counts[framed])
-        nodes, node_counts = up_paths(store, leaves, counts)
-        np.add.at(self._total, nodes, node_counts)
-        first = (store.flags[nodes] & FIRST_OF_FUNCTION) != 0  # each function once a stack
-        np.add.at(self._fn_total, store.key_id[nodes[first]], node_counts[first])
+        np.add.at(self._fn_self, store.key_id[leaves[framed]], summed[framed])
+        add_up(store, leaves.astype(np.int32), summed, self._total, self._fn_total)
 
     def _fit(self) -> None:
         """Grow the count arrays to the store's (shared stores grow under us)."""
