@@ -73,8 +73,8 @@ def _shared(
     track = np.arange(len(lengths), dtype=np.int64)  # stacks still walked
     known = np.ones(len(track), np.bool_)  # its nodes so far are all in the store
     parent = np.full(len(track), ROOT, np.int32)
-    alone: list[Counts] = []
-    alone_from: list[Counts] = []
+    alone: list[Counts] = [np.zeros(0, np.int64)]
+    alone_from: list[Counts] = [np.zeros(0, np.int64)]
     position = 0
     while len(track):
         at = starts[track] + position
