@@ -3,7 +3,8 @@
 Adds N distinct stacks (depth 31..59, random through 200 functions: the shape
 of tests/workloads/scale.c) in ticks of 900, reading the tree and the table
 after each tick as the live view does, and prints the nodes made, the CPU
-seconds and the Python heap (tracemalloc; --no-memory for CPU alone).
+seconds and the Python heap (tracemalloc; with --no-memory, the resident memory
+instead).
 With --write, then what writing a file costs: the tree read into a
 ``SavedProfile`` (``from_tree``) and each format encoded, in CPU seconds and
 in resident memory above what the profile held (VmHWM, reset first).
@@ -18,6 +19,7 @@ frames only shown (a second store, of the twins):
     .venv/bin/python -m bench.model_scale --stacks 10000 --no-memory
     .venv/bin/python -m bench.model_scale --no-memory --write
     .venv/bin/python -m bench.model_scale --native kept
+    .venv/bin/python -m bench.model_scale --no-memory --read-at-end   # as record reads
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--write", action="store_true", help="then time writing each format")
     parser.add_argument("--native", choices=("none", "kept", "shown"), help="see above")
+    parser.add_argument(
+        "--read-at-end", action="store_true", help="read the tree once at the end (as record does)"
+    )
     args = parser.parse_args()
     rng = random.Random(1)
     functions = [Frame(f"f{i}", "scale", 0) for i in range(200)]
@@ -54,14 +59,18 @@ def main() -> None:
     ]
     if not args.no_memory:
         tracemalloc.start()
+    base_mib = _status_mib("VmRSS:")  # the stacks made above included
     started = time.process_time()
     kept = timed(stacks, args.native, main_frame) if args.native else None
     profile = kept.current if kept is not None else Profile()
     for at in range(0, len(stacks), PER_TICK) if kept is None else ():
         for stack in stacks[at : at + PER_TICK]:
             profile.add("scale", stack, 1)
-        profile.tree()
-        profile.hot_functions(limit=500)
+        if not args.read_at_end:
+            profile.tree()
+            profile.hot_functions(limit=500)
+    profile.tree()
+    profile.hot_functions(limit=500)
     cpu_s = time.process_time() - started
     nodes = f"{profile.store.size:,}"
     if kept is not None and kept.current is not kept.cumulative:
@@ -70,6 +79,9 @@ def main() -> None:
     if not args.no_memory:
         held, peak = tracemalloc.get_traced_memory()
         line += f", heap {held / 2**20:.1f} MiB (peak {peak / 2**20:.0f} MiB, stacks included)"
+    else:  # resident (untouched pages of zeroed arrays are not), less what was there before
+        line += f", RSS +{_status_mib('VmRSS:') - base_mib} MiB"
+        line += f" (peak +{_status_mib('VmHWM:') - base_mib} MiB)"
     print(line)
     if args.write:
         tracemalloc.stop()

@@ -5,7 +5,9 @@ new stack. A dict of Python ints cost ~110 bytes a node (40,000 stacks of
 depth 40 make ~1.5 M nodes); this open-addressing table holds only node ids,
 4 bytes a slot at a load of at most 0.7, and compares a candidate by reading
 its parent and key from the tree's own columns. A batch of pairs is answered
-with a few vectorized passes. Nodes are only ever added. No Textual here.
+with a few vectorized passes. Nodes are only ever added. The store indexes
+only nodes with siblings (an only child it finds through ``first_child``).
+No Textual here.
 """
 
 from __future__ import annotations
@@ -86,19 +88,18 @@ class ChildIndex:
         self.size += len(nodes)
 
     def _place(self, nodes: Ids, parent: Ids, key_id: Ids) -> None:
-        # Each round, every node still to place looks at its position: the first
-        # of those that find it empty takes it, the others move on one. The last
-        # few (long probe runs) go one by one: a round costs as much for one.
+        # Each round, every node still to place looks at its position: of those
+        # that find it empty, one takes it (the one whose write numpy kept: no
+        # sort to choose), the others move on one. The last few (long probe
+        # runs) go one by one: a round costs as much for one.
         todo = nodes
         at = self._home(slots_of(parent[nodes], key_id[nodes]))
         mask = self.capacity - 1
         table = self._nodes
         while len(todo) > FEW:
-            empty = np.flatnonzero(table[at] == EMPTY)
-            taken, first = np.unique(at[empty], return_index=True)
-            table[taken] = todo[empty[first]]
-            left = np.ones(len(todo), np.bool_)
-            left[empty[first]] = False
+            empty = table[at] == EMPTY
+            table[at[empty]] = todo[empty]
+            left = table[at] != todo
             todo, at = todo[left], (at[left] + 1) & mask
         for node, position in zip(todo.tolist(), at.tolist(), strict=True):
             while table[position] != EMPTY:

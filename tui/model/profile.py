@@ -1,11 +1,13 @@
 """The live profile: count arrays over a call-tree store, owned by the collector thread.
 
-``Profile.add`` remembers each distinct stack once as the array of its node
-ids (and of the functions it counts) and otherwise only buffers
-``(stack, count)``; the stacks new since the last read are inserted into the
-store together, level by level, and the buffered counts applied together,
-vectorized, when the profile is next read. ``tree()`` then freezes the counts into a
-``LiveTree`` (three array copies; nodes are made only when a view asks for
+``Profile.add`` remembers each distinct stack once (its leaf node, once
+placed) and otherwise only buffers ``(stack, count)``; the stacks new since
+the last read are placed in the store together
+(:mod:`bpftop.tui.model.placement`), and the buffered counts applied
+together, vectorized, when the profile is next read: each count reaches the
+nodes from its leaf up, and the functions of the nodes flagged
+``FIRST_OF_FUNCTION`` on the way. ``tree()`` then freezes the counts into a
+``LiveTree`` (two array copies; nodes are made only when a view asks for
 them) and ``hot_functions()`` ranks the per-function counters. Both are cached
 until the counts change.
 
@@ -16,21 +18,20 @@ are immutable and safe to hand to any thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
 
 import numpy as np
-import numpy.typing as npt
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.child_index import slots_of
+from bpftop.tui.model.placement import add_up, place
 from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.stack_table import StackTable
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
     INLINED,
     ROOT,
     UNRESOLVED,
     Counts,
-    Ids,
     LiveTree,
     NodeKey,
     TreeStore,
@@ -48,14 +49,14 @@ MAX_FRAME_KEYS = 500_000
 
 
 class _Stack:
-    """One distinct stack: its row in the stack table, and its counts."""
+    """One distinct stack: its leaf node, and its counts."""
 
-    __slots__ = ("count", "frames", "process", "row")
+    __slots__ = ("count", "frames", "leaf", "process")
 
     def __init__(self, process: str, frames: tuple[Frame, ...]) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
-        self.row = -1  # until it is placed in the store
+        self.leaf = -1  # its node, once it is placed in the store
         self.count = 0  # samples of it in the profile, pending ones included
 
 
@@ -89,9 +90,10 @@ class Profile:
     def _start(self, store: TreeStore) -> None:
         self.store = store
         self._stacks: dict[int, _Stack] = {}
-        self._table = StackTable()
         self._unplaced: list[_Stack] = []  # remembered, not in the store yet
-        self._frame_keys: dict[int, tuple[Frame, int]] = {}  # id -> frame, _packed_key
+        self._frame_keys: dict[int, int] = {}  # id(frame) -> _packed_key(frame),
+        self._kept_frames: list[Frame] = []  # for frames kept alive (their ids stay theirs)
+        self._process_keys: dict[str, int] = {}  # process -> its key id << 8
         self._pending: list[_Stack] = []  # stacks with counts not yet applied,
         self._pending_counts: list[int] = []  # and those counts (a stack may repeat)
         self._self: Counts = np.zeros(0, np.int64)
@@ -131,7 +133,7 @@ class Profile:
         at most as many as there are. Nodes and functions left with no samples
         disappear from the tree and the table."""
         stack = self._stack(process, frames)
-        if stack.row < 0:
+        if stack.leaf < 0:
             self._place()  # its count starts from its leaf's
         count = min(count, stack.count)
         if count > 0:
@@ -160,7 +162,6 @@ class Profile:
         if len(self._stacks) >= MAX_MEMO:
             self._flush()  # pending counts refer to remembered stacks
             self._stacks.clear()
-            self._table = StackTable()
         stack = self._stacks[id(frames)] = _Stack(process, frames)
         self._unplaced.append(stack)
         if len(self._unplaced) >= MAX_UNPLACED:
@@ -173,21 +174,11 @@ class Profile:
         new, self._unplaced = self._unplaced, []
         if not new:
             return
-        store, known = self.store, self._frame_keys
-        if len(known) > MAX_FRAME_KEYS:
-            known.clear()
-        packed: list[int] = []  # key id << 8 | flags, each position of each stack
-        for stack in new:
-            packed.append(store.key_of((stack.process, "", False)) << 8)
-            for frame in stack.frames:
-                seen = known.get(id(frame))
-                if seen is None or seen[0] is not frame:
-                    seen = known[id(frame)] = (frame, _packed_key(store, frame))
-                packed.append(seen[1])
-        ids = np.array(packed, np.int64)
+        store = self.store
+        lengths = np.fromiter((len(stack.frames) + 1 for stack in new), np.int64, len(new))
+        ids = self._packed_keys(new, lengths)
         key_ids = (ids >> 8).astype(np.int32)
         node_flags = (ids & _NODE_FLAGS).astype(np.uint8)
-        lengths = np.array([len(stack.frames) + 1 for stack in new], np.int64)
         starts = np.cumsum(lengths) - lengths
         # A frame whose function is not above it in its stack counts that function's total.
         is_frame = np.ones(len(ids), np.bool_)
@@ -198,7 +189,7 @@ class Profile:
         first_of_function = np.zeros(len(ids), np.bool_)
         first_of_function[framed[first]] = True
         node_flags[first_of_function] |= FIRST_OF_FUNCTION
-        nodes = self._paths(key_ids, node_flags, starts, lengths)
+        nodes = place(store, key_ids, node_flags, starts, lengths)
         for position in np.flatnonzero(ids & _HAS_FILE).tolist():  # while file:line is shown
             node = int(nodes[position])
             if node not in store.sources:  # an old node takes file:line once lines are on
@@ -208,46 +199,61 @@ class Profile:
                 self._fn_source.setdefault(int(key_ids[position]), source)
         self._fit()
         leaves = nodes[starts + lengths - 1]
-        row = self._table.add(
-            np.insert(nodes, starts, ROOT), lengths + 1,
-            key_ids[first_of_function], np.add.reduceat(first_of_function, starts),
-            np.where(lengths > 1, key_ids[starts + lengths - 1], -1),
-        )  # fmt: skip
         # Seen before under another tuple, or forgotten: its samples are the leaf's.
-        for n, (stack, prior) in enumerate(zip(new, self._self[leaves].tolist(), strict=True)):
-            stack.row = row + n
+        for stack, leaf, prior in zip(
+            new, leaves.tolist(), self._self[leaves].tolist(), strict=True
+        ):
+            stack.leaf = leaf
             stack.count += prior
 
-    def _paths(
-        self, key_ids: Ids, flags: npt.NDArray[np.uint8], starts: Counts, lengths: Counts
-    ) -> Ids:
-        """The node of every position of stacks laid one after another (runs of
-        ``lengths`` from ``starts``, process first): depth by depth, each depth's
-        parents being the nodes found one depth up."""
-        nodes = np.empty(len(key_ids), np.int32)
-        longest_first = np.argsort(-lengths, kind="stable")
-        by_length, from_start = lengths[longest_first], starts[longest_first]
-        for depth in range(int(by_length[0])):
-            alive = int(np.searchsorted(-by_length, -depth, side="left"))  # longer than depth
-            at = from_start[:alive] + depth
-            parents = nodes[at - 1] if depth else np.full(alive, ROOT, np.int32)
-            nodes[at] = self.store.children(parents, key_ids[at], flags[at])
-        return nodes
+    def _packed_keys(self, new: list[_Stack], lengths: Counts) -> Counts:
+        """Key id << 8 | flags of each position of ``new`` (process first), laid
+        one after another: a frame's is looked up by object, in C (``map``), and
+        made in Python only the first time it is seen."""
+        known, kept = self._frame_keys, self._kept_frames
+        if len(known) > MAX_FRAME_KEYS:
+            known.clear()
+            kept.clear()  # only now may the ids of the frames kept be reused
+        frames = list(chain.from_iterable(stack.frames for stack in new))
+        packed = np.fromiter(map(known.get, map(id, frames), repeat(-1)), np.int64, len(frames))
+        for at in np.flatnonzero(packed < 0).tolist():  # frames not seen yet
+            frame = frames[at]
+            found = known.get(id(frame))
+            if found is None:
+                found = known[id(frame)] = _packed_key(self.store, frame)
+                kept.append(frame)
+            packed[at] = found
+        processes = self._process_keys
+        for stack in new:
+            if stack.process not in processes:
+                processes[stack.process] = self.store.key_of((stack.process, "", False)) << 8
+        ids = np.empty(len(frames) + len(new), np.int64)
+        is_process = np.zeros(len(ids), np.bool_)
+        is_process[np.cumsum(lengths) - lengths] = True
+        ids[is_process] = np.fromiter(
+            (processes[stack.process] for stack in new), np.int64, len(new)
+        )
+        ids[~is_process] = packed
+        return ids
 
     def _flush(self) -> None:
-        """Place new stacks, then apply the buffered counts: one scatter-add per counter array."""
+        """Place new stacks, then apply the buffered counts: summed per leaf,
+        then added to the leaves' self counts and up their paths."""
         self._place()
         self._fit()
         if not self._pending:
             return
-        rows = np.fromiter((stack.row for stack in self._pending), np.int64, len(self._pending))
+        leaves = np.fromiter((stack.leaf for stack in self._pending), np.int32, len(self._pending))
         counts = np.array(self._pending_counts, np.int64)
         self._pending, self._pending_counts = [], []
-        to = self._table.gather(rows, counts)
-        np.add.at(self._total, to.nodes, to.node_counts)
-        np.add.at(self._self, to.leaves, counts)
-        np.add.at(self._fn_total, to.functions, to.function_counts)
-        np.add.at(self._fn_self, to.leaf_functions, to.leaf_function_counts)
+        leaves, at = np.unique(leaves, return_inverse=True)  # a stack of many ticks: once
+        summed = np.zeros(len(leaves), np.int64)
+        np.add.at(summed, at.reshape(-1), counts)
+        store = self.store
+        self._self[leaves] += summed  # leaves distinct
+        framed = store.depth[leaves] >= 2  # a stack of no frames counts no function
+        np.add.at(self._fn_self, store.key_id[leaves[framed]], summed[framed])
+        add_up(store, leaves.astype(np.int32), summed, self._total, self._fn_total)
 
     def _fit(self) -> None:
         """Grow the count arrays to the store's (shared stores grow under us)."""

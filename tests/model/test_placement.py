@@ -1,0 +1,110 @@
+"""Placing batches of stacks in the store, against a dict of paths: shared
+prefixes, stacks alone below their first miss, repeats inside a batch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bpftop.tui.model.placement import add_up, place
+from bpftop.tui.model.store import ROOT, Ids, TreeStore
+
+
+def _batch(rng: np.random.Generator, stacks: int) -> list[list[int]]:
+    """Stacks of keys: a few processes, a few common prefixes, random tails;
+    some stacks repeated, some the prefix of another."""
+    prefixes = [[1, 2, 3], [1, 2, 4, 5], [1, 6], [7]]
+    made = []
+    for _ in range(stacks):
+        stack = list(prefixes[int(rng.integers(len(prefixes)))])
+        stack += rng.integers(10, 14, int(rng.integers(0, 12))).tolist()
+        made.append(stack)
+    made += made[: stacks // 5]  # repeats inside the batch
+    made += [stack[: len(stack) // 2] for stack in made[: stacks // 5] if len(stack) > 1]
+    return made
+
+
+def _children(store: TreeStore, node: int) -> list[int]:
+    kids, child = [], int(store.first_child[node])
+    while child >= 0:
+        kids.append(child)
+        child = store.next_sibling[child]
+    return kids
+
+
+def test_batches_match_a_dict_of_paths() -> None:
+    rng = np.random.default_rng(3)
+    store = TreeStore()
+    oracle: dict[tuple[int, ...], int] = {(): ROOT}
+    for batch_size in (1, 2, 40, 300, 5, 800):
+        stacks = _batch(rng, batch_size)
+        lengths = np.array([len(stack) for stack in stacks], np.int64)
+        starts = np.cumsum(lengths) - lengths
+        keys = np.array([key for stack in stacks for key in stack], np.int32)
+        flags = rng.integers(0, 4, len(keys)).astype(np.uint8)
+        nodes = place(store, keys, flags, starts, lengths)
+        for start, stack in zip(starts.tolist(), stacks, strict=True):
+            for depth in range(1, len(stack) + 1):
+                path, node = tuple(stack[:depth]), int(nodes[start + depth - 1])
+                assert oracle.setdefault(path, node) == node, path
+                assert int(store.parent[node]) == oracle[path[:-1]]
+                assert int(store.key_id[node]) == path[-1]
+                assert int(store.depth[node]) == depth
+        assert store.size == len(oracle) == len(set(oracle.values()))
+        listed = [child for node in range(store.size) for child in _children(store, node)]
+        assert sorted(listed) == list(range(1, store.size))  # each node linked once
+        assert all(int(store.parent[child]) == node for node in range(store.size)
+                   for child in _children(store, node))  # fmt: skip
+        found = store.find(store.parent[1 : store.size], store.key_id[1 : store.size])
+        assert found.tolist() == list(range(1, store.size))
+
+
+def test_new_nodes_take_the_flags_of_their_first_position() -> None:
+    store = TreeStore()
+    keys = np.array([1, 2, 9, 1, 2, 8, 1, 3], np.int32)  # three stacks: 1;2;9  1;2;8  1;3
+    flags = np.array([1, 2, 0, 3, 3, 1, 3, 2], np.uint8)
+    starts, lengths = np.array([0, 3, 6], np.int64), np.array([3, 3, 2], np.int64)
+    nodes = place(store, keys, flags, starts, lengths)
+    assert store.flags[nodes].tolist() == [1, 2, 0, 1, 2, 1, 1, 2]
+    again = place(store, keys, np.zeros(8, np.uint8), starts, lengths)
+    assert again.tolist() == nodes.tolist()
+    assert store.size == 1 + 5
+
+
+def test_add_up_reaches_every_ancestor_once_per_leaf() -> None:
+    store = TreeStore()
+    keys = np.array([1, 2, 1, 1, 4], np.int32)  # stacks 1;2;1 (recursive) and 1;4
+    starts, lengths = np.array([0, 3], np.int64), np.array([3, 2], np.int64)
+    flags = np.array([4, 4, 0, 4, 4], np.uint8)  # FIRST_OF_FUNCTION but on the inner 1
+    nodes = place(store, keys, flags, starts, lengths)
+    n = nodes.tolist()
+    leaves = np.array([n[2], n[4], n[1], ROOT, n[2]], np.int32)
+    total, fn_total = np.zeros(store.size, np.int64), np.zeros(8, np.int64)
+    add_up(store, leaves, np.array([1, 10, 100, 1000, 10000], np.int64), total, fn_total)
+    assert store.size == 5
+    by_node = {ROOT: 11111, n[0]: 10111, n[1]: 10101, n[2]: 10001, n[4]: 10}
+    assert total.tolist() == [by_node[node] for node in range(5)]
+    assert fn_total.tolist() == [0, 10111, 10101, 0, 10, 0, 0, 0]  # 1 once for 1;2;1
+
+
+def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:
+    store = TreeStore()
+
+    def add(keys: list[int]) -> Ids:
+        at = np.array(keys, np.int32)
+        lengths = np.array([len(keys)], np.int64)
+        return place(store, at, np.zeros(len(keys), np.uint8), np.zeros(1, np.int64), lengths)
+
+    chain = add([1, 2, 3, 4]).tolist()
+    assert store._index.size == 0  # a chain of only children
+    branch = add([1, 2, 5]).tolist()  # node 1;2 gets a second child
+    assert store._index.size == 2
+    assert add([1, 2, 3, 4]).tolist() == chain
+    assert add([1, 2, 5]).tolist() == branch
+    third = add([1, 2, 6, 7]).tolist()
+    assert third[:2] == chain[:2]
+    assert store._index.size == 3
+    under = np.full(4, chain[1], np.int32)
+    found = store.find(under, np.array([3, 5, 6, 9], np.int32))
+    assert found.tolist() == [chain[2], branch[2], third[2], -1]
+    below = store.find(np.array([third[2], ROOT], np.int32), np.array([7, 2], np.int32))
+    assert below.tolist() == [third[3], -1]
