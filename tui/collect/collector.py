@@ -377,7 +377,7 @@ class Collector:
             phase=phase,
             stats=self._stats.freeze(),
             process=self._process.info(),
-            tree=current.tree(),
+            tree=current.tree(last=final and self.headless),  # record's: no copies
             hot=current.hot_functions(limit=500),
             message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),

@@ -289,11 +289,12 @@ class Profile:
         self._hot = None
 
     # -- reading --------------------------------------------------------------
-    def tree(self) -> CallNode:
-        """The immutable call tree: "all" -> processes -> outermost frames -> ..."""
+    def tree(self, last: bool = False) -> CallNode:
+        """The immutable call tree: "all" -> processes -> outermost frames -> ...
+        ``last``: nothing will be added to this profile after (see LiveTree.freeze)."""
         if self._tree is None:
             self._flush()
-            self._tree = LiveTree.freeze(self.store, self._self, self._total).root()
+            self._tree = LiveTree.freeze(self.store, self._self, self._total, last=last).root()
         return self._tree
 
     def hot_functions(self, limit: int | None = None) -> tuple[HotFunction, ...]:
