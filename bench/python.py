@@ -43,6 +43,8 @@ from subprocess import DEVNULL
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.python_walk import PythonProcess
+from bpftop.bpf.raw import RawTick
+from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.python_runtime import PythonRuntime, find_python
 from tests.conftest import ROOT
 
@@ -65,6 +67,31 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, int]]:
 def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: float) -> str:
     depth = max(1, frames - FRAMES_AROUND_RECURSION)
     proc, _ = _start("deep", "600", str(depth))
+    spent, tick = _measured(sampler, proc, described, seconds)
+    samples = tick.total_samples
+    seen = sum(len(s.python_stack) * s.count for s in tick.samples) / max(samples, 1)
+    us = spent.run_time_ns / max(samples, 1) / 1000
+    return f"{us:.2f} µs per sample ({samples} samples, {seen:.1f} Python frames seen)"
+
+
+def offcpu_cost(sampler: CpuSampler, described: bool | None, seconds: float) -> tuple[int, int]:
+    """(kernel ns, blocks counted) in ``seconds`` of py_block.py; ``described``
+    None: the process is not a target."""
+    proc = subprocess.Popen(
+        [PYTHON, str(BLOCK_WORKLOAD), "sleep", "600", "0.0001"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    spent, tick = _measured(sampler, proc, described, seconds)
+    return spent.run_time_ns, tick.total_samples
+
+
+def _measured(
+    sampler: CpuSampler, proc: subprocess.Popen[str], described: bool | None, seconds: float
+) -> tuple[ProgStats, RawTick]:
+    """(BPF run-time stats spent, the tick drained) over ``seconds`` of ``proc``
+    (then killed), described to the Python walker or not; ``described`` None:
+    not a target at all."""
     try:
         runtime = find_python(proc.pid)
         assert isinstance(runtime, PythonRuntime) and sampler.python is not None
@@ -81,37 +108,7 @@ def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: floa
     finally:
         proc.kill()
         proc.wait()
-    samples = tick.total_samples
-    seen = sum(len(s.python_stack) * s.count for s in tick.samples) / max(samples, 1)
-    us = spent.run_time_ns / max(samples, 1) / 1000
-    return f"{us:.2f} µs per sample ({samples} samples, {seen:.1f} Python frames seen)"
-
-
-def offcpu_cost(sampler: CpuSampler, described: bool | None, seconds: float) -> tuple[int, int]:
-    """(kernel ns, blocks counted) in ``seconds`` of py_block.py; ``described``
-    None: the process is not a target."""
-    proc = subprocess.Popen(
-        [PYTHON, str(BLOCK_WORKLOAD), "sleep", "600", "0.0001"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None and sampler.python is not None
-        proc.stdout.readline()
-        runtime = find_python(proc.pid)
-        assert isinstance(runtime, PythonRuntime)
-        if described:
-            sampler.python.describe(proc.pid, PythonProcess(runtime.tss_key_addr))
-        sampler.set_targets([proc.pid] if described is not None else [])
-        time.sleep(0.3)
-        sampler.drain()
-        before = sampler.prog_stats()
-        time.sleep(seconds)
-        tick = sampler.drain()
-        spent = sampler.prog_stats() - before
-        sampler.python.forget(proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
-    return spent.run_time_ns, tick.total_samples
+    return spent, tick
 
 
 def offcpu_costs(seconds: float) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.model.snapshot import Phase, Snapshot
+from bpftop.tui.model.snapshot import CallNode, Phase, Snapshot
 from bpftop.tui.model.timemode import TimeMode, TimeSetting
 
 
@@ -48,6 +48,17 @@ def demo(workloads: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 def labels(snap: Snapshot) -> set[str]:
     return {h.label for h in snap.hot}
+
+
+def tree_labels(node: CallNode) -> set[str]:
+    """Every label in ``node``'s tree."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        found.add(current.label)
+        stack.extend(current.children)
+    return found
 
 
 def test_threads_time_mode_and_reset_apply_between_ticks(demo) -> None:

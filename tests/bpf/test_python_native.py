@@ -10,26 +10,16 @@ from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.model.snapshot import CallNode, Snapshot
-from tests.bpf.test_collector import Watched
+from bpftop.tui.model.snapshot import Snapshot
+from tests.bpf.test_collector import Watched, tree_labels
 
 PYTHON311 = "/usr/bin/python3.11"
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
 EVAL = "_PyEval_EvalFrameDefault"
 
 
-def _labels(node: CallNode) -> set[str]:
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        found.add(current.label)
-        stack.extend(current.children)
-    return found
-
-
 def _python(snap: Snapshot) -> bool:
-    return any(label.startswith("hot_a (") for label in _labels(snap.tree))
+    return any(label.startswith("hot_a (") for label in tree_labels(snap.tree))
 
 
 def test_native_frames_only_and_back_to_merged() -> None:
@@ -54,7 +44,7 @@ def test_native_frames_only_and_back_to_merged() -> None:
     finally:
         target.kill()
         target.wait()
-    assert EVAL not in _labels(merged.tree)
-    shown = _labels(native.tree)
+    assert EVAL not in tree_labels(merged.tree)
+    shown = tree_labels(native.tree)
     assert EVAL in shown and not _python(native), sorted(shown)[:30]
-    assert EVAL not in _labels(again.tree)
+    assert EVAL not in tree_labels(again.tree)

@@ -10,21 +10,10 @@ from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.model.snapshot import CallNode
-from tests.bpf.test_collector import Watched
+from tests.bpf.test_collector import Watched, tree_labels
 
 PYTHON311 = "/usr/bin/python3.11"
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_threads.py"
-
-
-def _labels(node: CallNode) -> set[str]:
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        found.add(current.label)
-        stack.extend(current.children)
-    return found
 
 
 def test_live_threads_carry_their_threading_names() -> None:
@@ -50,6 +39,6 @@ def test_live_threads_carry_their_threading_names() -> None:
     finally:
         target.kill()
         target.wait()
-    names = _labels(alone.tree)
+    names = tree_labels(alone.tree)
     assert any(n.startswith("spin_a (") for n in names), sorted(names)[:20]
     assert not any(n.startswith("spin_b (") for n in names)
