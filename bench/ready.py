@@ -25,6 +25,7 @@ tests/workloads/startup (bench.startup's ``attach`` scenario, unchanged), cold
 startup workload (its clock dates the first sample).
 
     sudo .venv/bin/python -m bench.ready [--runs 3] [--target startup|python]
+    sudo .venv/bin/python -m bench.ready --bpftop-args=--no-early   # compile not lowered
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
-def run_bpftop(target: str, work: Path, cache: Path) -> Ready:
+def run_bpftop(target: str, work: Path, cache: Path, extra: list[str]) -> Ready:
     """One launch of the driver on a new target process; times from launch."""
     out, err_path = work / "ready.times", work / "ready.err"
     out.unlink(missing_ok=True)
@@ -71,7 +72,7 @@ def run_bpftop(target: str, work: Path, cache: Path) -> Ready:
     )
     env = {**os.environ, "READY_OUT": str(out), "BPFTOP_SYMBOL_CACHE_DIR": str(cache)}
     argv = [sys.executable, "-m", "bench.ready_driver", "record", "-p", str(proc.pid)]
-    argv += ["-d", "60", "-o", str(work / "out.folded")]
+    argv += ["-d", "60", "-o", str(work / "out.folded"), *extra]
     try:
         time.sleep(0.3)  # the target has mapped its libraries
         with err_path.open("wb") as err:
@@ -114,6 +115,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--target", choices=("startup", "python"), default="startup")
     parser.add_argument("--skip-perf", action="store_true")
+    parser.add_argument("--bpftop-args", default="", help="more record arguments, e.g. --no-early")
     args = parser.parse_args()
     results: dict[str, list[Ready]] = {"cold": [], "warm": []}
     perf: dict[str, list[float | None]] = {"cold": [], "warm": []}
@@ -121,13 +123,14 @@ def main() -> None:
         work, cache = Path(tmp), Path(tmp) / "cache"
         print(f"target {STARTUP if args.target == 'startup' else PYTHON_LOOP}; load "
               f"{os.getloadavg()[0]:.2f}; priming run (symbol cache)", flush=True)  # fmt: skip
-        run_bpftop(args.target, work, cache)
+        extra = args.bpftop_args.split()
+        run_bpftop(args.target, work, cache, extra)
         for run in range(args.runs):
             for phase in ("cold", "warm"):
                 if phase == "cold":
                     shutil.rmtree(cache / "unwind", ignore_errors=True)
                     drop_caches()
-                r = run_bpftop(args.target, work, cache)
+                r = run_bpftop(args.target, work, cache, extra)
                 results[phase].append(r)
                 print(f"run {run + 1} bpftop {phase}: {r}", flush=True)
             for phase in () if args.skip_perf else ("cold", "warm"):

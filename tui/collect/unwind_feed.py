@@ -246,7 +246,7 @@ class UnwindFeed:
             self._sleep()
 
     def _build(self) -> None:
-        """The builder thread, lowered (niceness) until BPF or a held command needs it."""
+        """The builder thread, lowered (niceness, <= 2 s) until BPF or a held command needs it."""
         with self._yielding:
             while not self._stop.is_set():
                 self._build_wake.wait()
