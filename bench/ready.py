@@ -6,6 +6,8 @@ cold. Each run launches ``python -m bench.ready_driver record -p PID`` (the
 bench/ready_driver.py) and times from just before the spawn (interpreter
 start and imports included) to:
 
+  compiling  the collector started BCC's compile (imports, checks done)
+  compiled   the compile and load returned
   attached   the BPF program loaded (every probe kind's handlers, one program)
              and the CPU probe attached
   ready      attached, and the .eh_frame walker has a table for every file
@@ -53,6 +55,8 @@ class Ready:
     attached_s: float | None
     ready_s: float | None
     copies_s: float | None
+    compiling_s: float | None = None
+    compiled_s: float | None = None
     note: str = ""
 
 
@@ -93,7 +97,13 @@ def run_bpftop(target: str, work: Path, cache: Path, extra: list[str]) -> Ready:
     attached, tables = since("attached"), since("tables")
     ready = max(attached, tables) if attached is not None and tables is not None else None
     note = "" if ready is not None else f"exit {status}: {err_path.read_text()[-200:]!r}"
-    return Ready(attached, ready, since("copies"), note)
+    return Ready(attached, ready, since("copies"), since("compiling"), since("compiled"), note)
+
+
+def _brief(r: Ready) -> str:
+    keys = ("compiling_s", "compiled_s", "attached_s", "ready_s", "copies_s")
+    times = " ".join(f"{k[:-2]}={v:.2f}" for k in keys if (v := getattr(r, k)) is not None)
+    return f"{times} {r.note}".strip()
 
 
 def run_perf(work: Path) -> float | None:
@@ -132,7 +142,7 @@ def main() -> None:
                     drop_caches()
                 r = run_bpftop(args.target, work, cache, extra)
                 results[phase].append(r)
-                print(f"run {run + 1} bpftop {phase}: {r}", flush=True)
+                print(f"run {run + 1} bpftop {phase}: {_brief(r)}", flush=True)
             for phase in () if args.skip_perf else ("cold", "warm"):
                 if phase == "cold":
                     drop_caches()
@@ -141,6 +151,8 @@ def main() -> None:
     print(f"\nmedians (s from launch), load now {os.getloadavg()[0]:.2f}")
     for phase, goal in (("cold", 4.0), ("warm", 2.5)):
         rs = results[phase]
+        print(f"bpftop {phase}: compiling {median([r.compiling_s for r in rs])}")
+        print(f"bpftop {phase}: compiled  {median([r.compiled_s for r in rs])}")
         print(f"bpftop {phase}: attached  {median([r.attached_s for r in rs])}")
         print(f"bpftop {phase}: ready     {median([r.ready_s for r in rs])} (goal {goal} s)")
         print(f"bpftop {phase}: +copies   {median([r.copies_s for r in rs])}")

@@ -9,6 +9,7 @@ polls, every ``POLL_S``, for:
              kind's handlers are verified in that one load, bpf/program.py)
   tables     the .eh_frame walker has every table of every target's maps
              (``UnwindFeed.ready``: each target current in the walker)
+  compiling, compiled   BCC's compile (and load) started, returned
 
 Then it loads what bpftop loads only on a probe kind's first use
 (bpf/program.py ``_attach``): the walker's copies for kprobe-type and
@@ -63,15 +64,20 @@ def _watch(out: str) -> None:
     while True:
         collector = _collector()
         if collector is not None:
+            loading = collector._loading
+            if "compiling" not in times and loading is not None:
+                times["compiling"] = time.monotonic()
+            if "compiled" not in times and loading is not None and loading.done.is_set():
+                times["compiled"] = time.monotonic()
             if "attached" not in times and getattr(collector._sampler, "_attachment", None):
                 times["attached"] = time.monotonic()
             feed = collector._unwind_feed
             if "tables" not in times and feed is not None and feed.ready.is_set():
                 times["tables"] = time.monotonic()
-            if len(times) == 2 or collector.finished.is_set():
+            if {"attached", "tables"} <= times.keys() or collector.finished.is_set():
                 break
         time.sleep(POLL_S)
-    if len(times) == 2:
+    if {"attached", "tables"} <= times.keys():
         _load_copies(collector)
         times["copies"] = time.monotonic()
     with open(out, "w") as f:
