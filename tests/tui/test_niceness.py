@@ -84,3 +84,26 @@ def test_a_thread_someone_already_waits_for_is_not_lowered() -> None:
     thread.start()
     thread.join()
     assert seen == [main]
+
+
+def test_a_thread_gets_its_priority_back_after_at_most_s_without_a_waiter() -> None:
+    # The compile and the table builder yield for the start-up only: lowered to
+    # the end, BPF was attached 25 s after launch on a busy VM (bench.ready).
+    main = _nice(threading.get_native_id())
+    yielding, seen, done = Yielding(at_most_s=0.2), [], threading.Event()
+
+    def run() -> None:
+        with yielding:
+            tid = threading.get_native_id()
+            seen.append(_nice(tid))
+            deadline = time.monotonic() + 10
+            while _nice(tid) != main and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append(_nice(tid))
+        done.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(15)
+    assert done.is_set()
+    assert seen == [min(19, main + BACKGROUND_NICE), main], "lowered, then restored by the timer"

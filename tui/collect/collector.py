@@ -372,6 +372,7 @@ class Collector:
         profile = self._profile
         final = self._stop.is_set() or phase is Phase.EXITED
         current = profile.current if final or not self.headless else _UNREAD  # no copies
+        diag = live and (final or not self.headless)  # Diagnostics' facts: record reads none
         snap = Snapshot(
             seq=self._seq,
             phase=phase,
@@ -381,8 +382,8 @@ class Collector:
             hot=current.hot_functions(limit=500),
             message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),
-            maps=self._sampler.map_usage() if live else (),
-            overhead=self._overhead.measure(self._sampler.prog_stats() if live else None),
+            maps=self._sampler.map_usage() if diag else (),
+            overhead=self._overhead.measure(self._sampler.prog_stats() if diag else None),
             time_mode=profile.label,
             threads=profile.thread_shares(self._threads.names),
             probes=self._probes.specs,
@@ -390,8 +391,8 @@ class Collector:
             probe_events=self._probes.active.events,
             events_tree=self._probes.events_tree() if final else None,
             probe_message=self._probe_message,
-            unwind=self._sampler.unwind_state() if live else None,
-            python=self._sampler.python_counts() if live else None,
+            unwind=self._sampler.unwind_state() if diag else None,
+            python=self._sampler.python_counts() if diag else None,
         )
         self.last = snap
         self._on_snapshot(snap)

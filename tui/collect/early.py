@@ -165,7 +165,7 @@ class BackgroundLoad:
     that stops before then calls :meth:`abandon`: the helper then calls
     ``close()`` itself once the load returns, so nothing it loaded stays.
     The load runs at a lower priority (the target and the early sampler come
-    first, see niceness) until someone :meth:`wait`\ s for it: then it is in
+    first, see niceness; at most ``YIELD_S``) until someone :meth:`wait`\ s for it: then it is in
     the way (a collector with no early sampler, a record ending) and runs at
     the process's priority. (Niced to the end, a 1 s ``record -p`` on a VM kept
     busy by other jobs wrote its file after 18.2 s instead of 8.7 s.)

@@ -28,6 +28,11 @@ from types import TracebackType
 
 BACKGROUND_NICE = 10
 """How much lower than the process the background threads run (19 at most)."""
+YIELD_S = 2.0
+"""How long at most they run lowered: the start-up it protects (a target that
+exits 1.5 s after bpftop's launch) is over by then. Lowered to the end, on a
+VM at load 3-5, BPF was attached 25 s after launch instead of 7-10 s
+(bench.ready, the compile lowered while the early sampler runs)."""
 
 
 def lower_priority(by: int = BACKGROUND_NICE) -> int | None:
@@ -52,24 +57,29 @@ def restore_priority(tid: int) -> None:
 class Yielding:
     """One background thread's priority: lowered while it runs (``with`` on
     that thread), unless someone already waits for it; restored for good once
-    someone does (:meth:`hurry`, from any thread). Its thread id is forgotten
-    when the ``with`` ends, so a recycled id is never touched."""
+    someone does (:meth:`hurry`, from any thread) or ``at_most_s`` after the
+    ``with`` began. Its thread id is forgotten when the ``with`` ends, so a
+    recycled id is never touched."""
 
-    def __init__(self) -> None:
+    def __init__(self, at_most_s: float = YIELD_S) -> None:
         self._lock = threading.Lock()
         self._tid: int | None = None
         self._hurried = False
+        self._timer = threading.Timer(at_most_s, self.hurry)
+        self._timer.daemon = True
 
     def __enter__(self) -> Yielding:
         with self._lock:
             self._tid = threading.get_native_id()
             if not self._hurried:
                 lower_priority()
+                self._timer.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._timer.cancel()
         with self._lock:
             self._tid = None
 
