@@ -127,8 +127,7 @@ class Collector:
         self._thread.start()
 
     def stop(self, wait: bool = True) -> None:
-        """Stop sampling (last drain: no perf sample after this call), detach probes,
-        join; idempotent. ``wait`` for a compile still running (BCC's exit hooks)."""
+        """Last drain (no perf sample after it), detach, join; idempotent; ``wait``: the compile."""
         self._stop_ns = self._stop_ns or time.monotonic_ns()
         self._stop.set()
         self._wake.set()
