@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from bpftop.bpf.raw import RawSample
 from bpftop.tui.collect.counters import CollectionCounters
 from bpftop.tui.collect.stacks import Stack
+from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.timemode import TimedProfile
@@ -56,7 +57,7 @@ class ProbeProfiles:
     def __init__(self, spec: str, weighted: bool) -> None:
         self._states: dict[str, ProbeState] = {}
         self.active_spec = spec
-        self.active = self._state(spec, weighted, TimedProfile())
+        self.active = self._state(spec, weighted, TimedProfile(count_idle=idle_applies(spec)))
 
     def _state(self, spec: str, weighted: bool, profile: TimedProfile) -> ProbeState:
         state = self._states.get(spec)
@@ -70,7 +71,8 @@ class ProbeProfiles:
         used before takes them too: what the app asked for holds across switches)."""
         current = self.active.profile
         self.active_spec = spec
-        self.active = self._state(spec, weighted, TimedProfile(current.setting))
+        fresh = TimedProfile(current.setting, count_idle=idle_applies(spec))
+        self.active = self._state(spec, weighted, fresh)
         profile = self.active.profile
         if profile.setting != current.setting:
             profile.set_mode(current.setting)

@@ -118,8 +118,11 @@ class TimedProfile:
     from the ticks still kept (the last window) and grows from there.
     """
 
-    def __init__(self, setting: TimeSetting = TimeSetting()) -> None:
+    def __init__(self, setting: TimeSetting = TimeSetting(), *, count_idle: bool = True) -> None:
+        """``count_idle`` False: the probe's samples cannot be idle (a running
+        thread's, see tui/model/idle.py), so none is looked at for it."""
         self.cumulative = Profile()
+        self._count_idle = count_idle
         self.setting = setting
         self.thread: int | None = None
         self.native = False  # native frames only (see select_native)
@@ -155,7 +158,7 @@ class TimedProfile:
         kept = frames if isinstance(frames, tuple) else tuple(frames)
         self.cumulative.add(process, kept, count)
         self.thread_samples[tid] = self.thread_samples.get(tid, 0) + count
-        if self._idle(kept):
+        if self._count_idle and self._idle(kept):
             self.thread_idle[tid] = self.thread_idle.get(tid, 0) + count
         for key in unknown:
             self.unknown[key] = self.unknown.get(key, 0) + count
