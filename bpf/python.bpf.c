@@ -122,7 +122,7 @@ static __always_inline void python_count(u32 slot) {
 }
 
 static __always_inline int python_read(u64 *dst, u64 addr) {
-    return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+    return read_user(dst, sizeof(*dst), (void *)addr);
 }
 
 /* Store the walked frames under `id`: `which` is 0/1 for pystacks0/1, 2/3
@@ -197,7 +197,7 @@ static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python
 static __always_inline u64 python_ident(u64 code) {
     u64 fields[PY_IDENT_WORDS] = {};
     s64 hash = 0;
-    if (bpf_probe_read_user(fields, sizeof(fields), (void *)(code + PY_CODE_FIRSTLINENO)))
+    if (read_user(fields, sizeof(fields), (void *)(code + PY_CODE_FIRSTLINENO)))
         return 0;
     u64 qualname = fields[7], filename = fields[5];
     if (!qualname || python_read((u64 *)&hash, qualname + PY_STR_HASH))
@@ -220,7 +220,7 @@ static __always_inline int python_step(struct python_state *st) {
         return 1;
     }
     u64 window[5] = {}; /* f_code, frame_obj, previous, prev_instr, stacktop|is_entry|owner */
-    if (bpf_probe_read_user(window, sizeof(window), (void *)(frame + PY_FRAME_WINDOW))) {
+    if (read_user(window, sizeof(window), (void *)(frame + PY_FRAME_WINDOW))) {
         python_count(PY_COUNT_READ_ERROR);
         return 1;
     }
@@ -278,7 +278,7 @@ int python_walk_tp(void *ctx) { return python_walk_in(ctx, CTX_TRACEPOINT); }
 /* The sampled thread's innermost Python frame, or 0; its thread state in *tstate_out. */
 static __always_inline u64 python_current_frame(struct python_proc *proc, u64 *tstate_out) {
     s32 tss[2] = {}; /* Py_tss_t: {int initialized; int key} */
-    if (bpf_probe_read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] ||
+    if (read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] ||
         tss[1] < 0 || tss[1] >= 32)
         return 0;
     u64 task = bpf_get_current_task(), fsbase = 0, tstate = 0, cframe = 0, frame = 0;

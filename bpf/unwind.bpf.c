@@ -243,13 +243,13 @@ static __always_inline int unwind_find_row(struct unwind_state *st, struct unwin
 }
 
 static __always_inline int unwind_read(u64 *dst, u64 addr) {
-    return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+    return read_user(dst, sizeof(*dst), (void *)addr);
 }
 
 /* One step by the frame pointer; returns 1 when the stack ends. */
 static __always_inline int unwind_fp_step(struct unwind_state *st) {
     u64 bp = st->bp, saved[2] = {}; /* the caller's rbp, then the return address */
-    if (!bp || bpf_probe_read_user(saved, sizeof(saved), (void *)bp))
+    if (!bp || read_user(saved, sizeof(saved), (void *)bp))
         return 1;
     u64 next_bp = saved[0], ra = saved[1];
     if (next_bp && next_bp <= bp)
@@ -283,7 +283,7 @@ static __always_inline int unwind_row_step(struct unwind_state *st, struct unwin
         return 1;
     if (row->rbp_off && row->rbp_off + 8 == row->ra_off) {
         u64 saved[2] = {}; /* the usual push %rbp frame: both in one read */
-        if (bpf_probe_read_user(saved, sizeof(saved), (void *)(cfa + row->rbp_off)))
+        if (read_user(saved, sizeof(saved), (void *)(cfa + row->rbp_off)))
             return 1;
         bp = saved[0];
         ra = saved[1];
