@@ -8,7 +8,8 @@
 - first index build (no disk cache) for libc and python3.11, with the debug
   files this machine has;
 - the same two loaded from a warm on-disk cache (a second run of bpftop);
-- memory held by the indexes of 50 shared libraries (tracemalloc).
+- memory held by the indexes of 50 shared libraries (tracemalloc);
+- loading /proc/kallsyms (root: real addresses), best of 5.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from bpftop.symbols.disk_cache import DiskCache
 from bpftop.symbols.elf import ElfIndex
 from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.kallsyms import KernelSymbols
 from bpftop.symbols.symbolizer import Symbolizer
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -147,6 +149,7 @@ def main() -> int:
     )
     loaded, functions, mb = memory_for_libraries(50)
     print(f"memory, {loaded} libraries ({functions} functions): {mb:.1f} MB (target <= 100 MB)")
+    print(f"kernel symbols (/proc/kallsyms): {_best_ms(KernelSymbols.load):.1f} ms")
     return 0
 
 
