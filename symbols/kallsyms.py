@@ -9,9 +9,9 @@ as Python lists of ints and strings they held 15.6 MiB for the process's life
 The file is parsed by one regular expression over its bytes and sorted with
 numpy (the first kernel frame loads the table, in the first live tick): line
 by line in Python it took 0.15-0.17 s, now 0.13-0.14, 0.05 of it the kernel
-writing the file (``bench/symbols_bench.py``'s last line). When every address reads 0 (kptr_restrict)
-or the file cannot be read, ``hidden`` is True and every lookup gives a frame
-with reason ``KERNEL_HIDDEN``.
+writing the file (``bench/symbols_bench.py``'s last line). When every
+address reads 0 (kptr_restrict) or the file cannot be read, ``hidden`` is
+True and every lookup gives a frame with reason ``KERNEL_HIDDEN``.
 """
 
 from __future__ import annotations
