@@ -31,7 +31,6 @@ from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
 from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
-from bpftop.tui.formats.profile_io import write_folded
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -382,6 +381,8 @@ class BpftopApp(SourceApp):
         tree = self.state.export_tree(derived.tree)
 
         def write() -> int | OutputError:  # on the worker: ~1 s at 40,000 deep stacks
+            from bpftop.tui.formats.profile_io import write_folded  # ~35 ms: after the 1st frame
+
             try:
                 return write_folded(tree, target)
             except OutputError as err:
