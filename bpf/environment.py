@@ -15,9 +15,11 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.errors import BccMissingError, PermissionsError
 
 HEADER_CACHE = Path("/var/cache/bpftop/kernel-headers")
@@ -137,7 +139,9 @@ def ensure_tracefs() -> None:
 
 
 def import_bcc() -> object:
-    """Import BCC's Python bindings, or say how to get them."""
+    """Import BCC's Python bindings, or say how to get them. The first import
+    leaves LLVM's pages resident: they are released (compiler_pages)."""
+    first = "bcc" not in sys.modules
     try:
         import bcc
     except ImportError as exc:
@@ -146,4 +150,6 @@ def import_bcc() -> object:
             "apt-get install python3-bpfcc and run bpftop from a Python that sees "
             "Debian's dist-packages (scripts/setup.sh builds such a venv)",
         ) from None
+    if first:
+        release_compiler_pages()
     return bcc

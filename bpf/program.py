@@ -20,6 +20,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr
+from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -168,6 +169,7 @@ class CpuSampler:
             self.close()
             raise load_error(failure, log.text)
         self._stats_fd = enable_run_stats()
+        release_compiler_pages()  # no LLVM code runs again until another compile
 
     def _load_handlers(self, bcc: Any) -> None:
         """Load (verify) every handler now, so attaching later never compiles."""
