@@ -1,18 +1,21 @@
 """Offsets of kernel struct members from the running kernel's BTF.
 
-Owns :func:`member_offset`: BCC compiles against headers that may not match
+Owns :func:`member_offset` and :func:`prefetch`: BCC compiles against headers that may not match
 the running kernel (fallback headers), so a kernel-internal field the BPF
 program must read (``task_struct.thread.fsbase``) is located by reading
 /sys/kernel/btf/vmlinux here and handed to the program through a map.
 Only what that needs is parsed: type records are skipped by their sizes,
 structs and unions keep their members. Answers are cached, the parsed types
-are not (15 MiB held for the process's life, for one offset).
+are not (15 MiB held for the process's life, for one offset). The parse is
+~0.3 s of Python: ``prefetch`` runs it while BCC compiles (which releases the
+GIL), off the path to the program's load.
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+import threading
 from dataclasses import dataclass
 
 VMLINUX_BTF = "/sys/kernel/btf/vmlinux"
@@ -65,6 +68,16 @@ def member_offset(struct_name: str, *path: str, btf_path: str = VMLINUX_BTF) -> 
     if start is None:
         return None
     return _walk(types, start, path)
+
+
+def prefetch(struct_name: str, *path: str) -> threading.Thread:
+    """``member_offset(struct_name, *path)`` on a thread of its own; once it is
+    joined, the same call answers from the cache."""
+    thread = threading.Thread(
+        target=member_offset, args=(struct_name, *path), name="bpftop-btf", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def _walk(types: dict[int, _Type], type_id: int, path: tuple[str, ...]) -> int | None:

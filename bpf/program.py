@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
+from bpftop.bpf.btf import prefetch
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
@@ -40,7 +41,7 @@ from bpftop.bpf.program_text import (
     load_error,
     source_text,
 )
-from bpftop.bpf.python_walk import PythonCounts, PythonWalker
+from bpftop.bpf.python_walk import FSBASE, PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
@@ -144,14 +145,15 @@ class CpuSampler:
         return source_text(self.source, self.unwind), cflags
 
     def load(self) -> None:
-        """Compile and load (slow: ~3 s; most of ``bench/live.py``'s time to
-        first data), then attach. Raises BpfLoadError."""
+        """Compile and load (~1.1 s of CPU: bench/compile_bench.py); raises BpfLoadError."""
         bcc = import_bcc()
         headers = choose_headers()
         self.header_note = headers.note
         ensure_tracefs()
         text, cflags = self.compile_inputs()
         failure: Exception | None = None
+        python = calls_python(self.source.read_text())  # its BTF offset: read while BCC compiles
+        btf = prefetch(*FSBASE) if python else None
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
@@ -160,7 +162,8 @@ class CpuSampler:
                 self._load_handlers(bcc)
                 if self.unwind != "fp" and calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
-                if calls_python(self.source.read_text()):
+                if btf is not None:
+                    btf.join()
                     self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
                 self._events = TargetEvents(self._bpf)
             except Exception as exc:
