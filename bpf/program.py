@@ -19,7 +19,6 @@ from types import TracebackType
 from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
-from bpftop.bpf.btf import prefetch
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
@@ -41,7 +40,7 @@ from bpftop.bpf.program_text import (
     load_error,
     source_text,
 )
-from bpftop.bpf.python_walk import FSBASE, PythonCounts, PythonWalker
+from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
 from bpftop.bpf.settle import wait_for_handlers
@@ -152,8 +151,6 @@ class CpuSampler:
         ensure_tracefs()
         text, cflags = self.compile_inputs()
         failure: Exception | None = None
-        python = calls_python(self.source.read_text())  # its BTF offset: read while BCC compiles
-        btf = prefetch(*FSBASE) if python else None
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
@@ -162,8 +159,7 @@ class CpuSampler:
                 self._load_handlers(bcc)
                 if self.unwind != "fp" and calls_walker(self.source.read_text()):
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
-                if btf is not None:
-                    btf.join()
+                if calls_python(self.source.read_text()):
                     self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
                 self._events = TargetEvents(self._bpf)
             except Exception as exc:

@@ -29,7 +29,6 @@ from bpftop.bpf.raw import RawPyFrame
 
 PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
-FSBASE = ("task_struct", "thread", "fsbase")  # where a thread's TLS base is (BTF)
 _KPROBE_COPY = (b"python_walk_kp", b"python_progs_kp", "KPROBE")
 _TRACEPOINT_COPY = (b"python_walk_tp", b"python_progs_tp", "TRACEPOINT")
 _COPY_OF = {
@@ -86,7 +85,7 @@ class PythonWalker:
         self._drains = tuple(HashDrain(store) for store in self._stores)
         self._value_size = ct.sizeof(self._stores[0].Leaf)
         self._lock = threading.Lock()
-        fsbase = member_offset(*FSBASE)
+        fsbase = member_offset("task_struct", "thread", "fsbase")
         self.fsbase_offset = fsbase  # None: no BTF, Python frames cannot be walked
         walker = bpf.load_func(b"python_walk", program_type)
         bpf[b"python_progs"][ct.c_int(0)] = ct.c_int(walker.fd)

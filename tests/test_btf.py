@@ -15,6 +15,9 @@ def test_offsets_of_well_known_members() -> None:
     fsbase = member_offset("thread_struct", "fsbase")
     assert thread is not None and fsbase is not None
     assert member_offset("task_struct", "thread", "fsbase") == thread + fsbase
+    # Members of anonymous unions and structs are found through them.
+    assert member_offset("sk_buff", "sk") is not None
+    assert member_offset("page", "lru") is not None
 
 
 def test_what_is_not_there_is_none(tmp_path: Path) -> None:
