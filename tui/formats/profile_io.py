@@ -19,7 +19,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
@@ -30,8 +30,8 @@ from bpftop.tui.formats.folded_tree import cap_depth as cap_depth_lines
 from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.pprof import PprofError, parse_pprof, to_pprof
 from bpftop.tui.formats.pprof.reader import from_pprof
-from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth, from_tree
-from bpftop.tui.formats.saved_folded import from_folded, saved_lines
+from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth
+from bpftop.tui.formats.saved_folded import from_folded, saved_lines, tree_lines
 from bpftop.tui.formats.saved_tree import build_tree
 from bpftop.tui.formats.sniff import classify, drop_bad_lines
 from bpftop.tui.formats.speedscope import SpeedscopeError, from_speedscope, to_speedscope
@@ -54,9 +54,30 @@ def write_saved(
 
 def write_folded(tree: CallNode, path: str | os.PathLike[str]) -> int:
     """Write ``tree`` as folded stacks (the live view's ``w``); the line count."""
-    saved = from_tree(tree, ProfileMeta())
-    write_saved(saved, path, "folded")
-    return len(saved.stacks)
+    written = 0
+
+    def fill(out: IO[bytes]) -> None:
+        nonlocal written
+        written = write_lines(out, tree_lines(tree))
+
+    write_output(path, fill)
+    return written
+
+
+def tree_folded_writer(tree: CallNode) -> Callable[[IO[bytes]], object]:
+    """What writes ``tree`` as folded stacks to an open binary stream, each call
+    afresh: the bytes of ``saved_writer(from_tree(tree, meta), "folded")``,
+    streamed from the tree's arrays (``tree_lines``) without a ``SavedProfile``."""
+    return lambda out: write_lines(out, tree_lines(tree))
+
+
+def write_lines(out: IO[bytes], lines: Iterable[str]) -> int:
+    """Write each line and a newline; how many lines."""
+    count = 0
+    for line in lines:
+        out.write(f"{line}\n".encode())
+        count += 1
+    return count
 
 
 def saved_writer(
@@ -72,7 +93,7 @@ def saved_writer(
     if fmt == "svg":
         svg = to_svg(saved)
         return lambda out: out.write(svg.encode())
-    return lambda out: out.writelines(f"{line}\n".encode() for line in saved_lines(saved))
+    return lambda out: write_lines(out, saved_lines(saved))
 
 
 @dataclass(frozen=True, slots=True)
