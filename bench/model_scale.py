@@ -5,9 +5,11 @@ of tests/workloads/scale.c) in ticks of 900, reading the tree and the table
 after each tick as the live view does, and prints the nodes made, the CPU
 seconds and the Python heap (tracemalloc; with --no-memory, the resident memory
 instead).
-With --write, then what writing a file costs: the tree read into a
-``SavedProfile`` (``from_tree``) and each format encoded, in CPU seconds and
-in resident memory above what the profile held (VmHWM, reset first).
+With --write, then what writing a file costs, in CPU seconds and in resident
+memory above what the profile held (VmHWM, reset before each): folded text
+streamed from the tree's arrays (``tree_folded_writer``: what ``record``
+writes by default), then the tree read into a ``SavedProfile``
+(``from_tree``) and each format encoded from it.
 With --native, through a ``TimedProfile`` (1 s ticks, its 30 s of kept
 ticks) as the collector adds them: ``none`` the stacks alone; ``kept`` each
 with a native twin (``main`` and 14 interpreter frames, a tuple of its own
@@ -32,7 +34,7 @@ import time
 import tracemalloc
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.profile_io import saved_writer
+from bpftop.tui.formats.profile_io import saved_writer, tree_folded_writer
 from bpftop.tui.formats.saved import ProfileMeta, from_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.timemode import TimedProfile
@@ -110,12 +112,16 @@ def _status_mib(field: str) -> int:
 
 
 def write(profile: Profile) -> None:
-    """CPU and peak resident memory of ``from_tree`` and of each writer."""
+    """CPU and peak resident memory of the streamed folded writer, of ``from_tree``
+    and of each writer from its ``SavedProfile``."""
     tree = profile.tree()
-    gc.collect()
-    with open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")  # VmHWM := VmRSS
-    base = _status_mib("VmRSS:")
+    base = _reset_hwm()
+    started = time.process_time()
+    with open(os.devnull, "wb") as out:
+        tree_folded_writer(tree)(out)
+    print(f"folded from the tree (streamed): {time.process_time() - started:.2f} CPU-s, "
+          f"peak +{_status_mib('VmHWM:') - base} MiB")  # fmt: skip
+    base = _reset_hwm()
     started = time.process_time()
     saved = from_tree(tree, ProfileMeta())
     print(f"from_tree: {len(saved.stacks):,} stacks, {time.process_time() - started:.2f} CPU-s, "
@@ -126,6 +132,14 @@ def write(profile: Profile) -> None:
             saved_writer(saved, fmt)(out)
         print(f"{fmt}: {time.process_time() - started:.2f} CPU-s, "
               f"peak +{_status_mib('VmHWM:') - base} MiB")  # fmt: skip
+
+
+def _reset_hwm() -> int:
+    """Collect garbage, then VmHWM := VmRSS; that RSS (MiB)."""
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    return _status_mib("VmRSS:")
 
 
 if __name__ == "__main__":

@@ -213,11 +213,18 @@ def from_tree(tree: CallNode, meta: ProfileMeta, events: CallNode | None = None)
 
 
 def _from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
-    """Read from the tree's arrays, ``CHUNK`` stacks at a time, groups hottest
-    first and each group's stacks in the order they were first seen:
-    each distinct frame (key, inline and unnamed flags, file:line) is made
-    once. Made node by node, the 1.7 million nodes of 40,000 stacks of depth
-    ~44 took 6.1 CPU-s; this takes 0.5 (bench.model_scale --write)."""
+    """Every stack of ``tree_stacks``, collected."""
+    return SavedProfile(meta, tuple(tree_stacks(tree)))
+
+
+def tree_stacks(tree: CallNode) -> Iterator[SavedStack]:
+    """Every node with self samples as a stack, read from the tree's arrays
+    ``CHUNK`` stacks at a time, groups hottest first and each group's stacks
+    in the order they were first seen: each distinct frame (key, inline and
+    unnamed flags, file:line) is made once. Made node by node, the 1.7
+    million nodes of 40,000 stacks of depth ~44 took 6.1 CPU-s; this takes
+    0.5 (bench.model_scale --write). Streamed (the folded writer), only one
+    chunk's stacks are alive at a time."""
     live = array_tree(tree)
     nodes = np.flatnonzero((live.self_count > 0) & (live.depth >= 2))
     tops = nodes.astype(np.int32)  # each stack's group (depth 1)
@@ -226,23 +233,25 @@ def _from_tree(tree: CallNode, meta: ProfileMeta) -> SavedProfile:
     rank = {live.key_ids[g.key]: n for n, g in enumerate(tree.children)}
     ranks = np.fromiter((rank.get(k, len(rank)) for k in live.key_id[tops].tolist()), np.int64)
     nodes = nodes[np.argsort(ranks, kind="stable")]
+    del tops, ranks
     frames = _FrameTable(live)
-    stacks: list[SavedStack] = []
     for at in range(0, len(nodes), CHUNK):
         chunk = nodes[at : at + CHUNK]
         cells = ancestors(live, chunk)  # root, group, then the frames; -1 past the end
         groups = [live.keys[k][0] for k in live.key_id[cells[:, 1]].tolist()]
         rows = frames.of(cells[:, 2:]).tolist()
         counts = live.self_count[chunk].tolist()
-        stacks.extend(
-            SavedStack(group, tuple(frames.made[i] for i in row if i >= 0), count)
-            for group, row, count in zip(groups, rows, counts, strict=True)
-        )
-    return SavedProfile(meta, tuple(stacks))
+        del cells
+        for group, row, count in zip(groups, rows, counts, strict=True):
+            yield SavedStack(group, tuple(frames.made[i] for i in row if i >= 0), count)
 
 
-CHUNK = 4096
-"""Stacks read from the arrays at a time (their node-id matrix: ~2 MB at depth 60)."""
+CHUNK = 512
+"""Stacks read from the arrays at a time (their node-id matrix: 240 KB at depth
+60). Streaming folded text of 40,000 stacks of depth ~44 peaked at +22 MiB
+with chunks of 4096 (its temporaries of ~2 MB each, many, left the heap
+fragmented), +7 with 1024, +3 with 512, at the same CPU (bench.model_scale
+--write)."""
 
 
 class _FrameTable:
