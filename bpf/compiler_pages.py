@@ -6,7 +6,8 @@ leaves ~55 MB of their file pages resident, and a compile ~85 MB, yet between
 compiles bpftop runs no LLVM code. ``madvise(MADV_PAGEOUT)`` (Linux 5.4+)
 drops those clean file pages from the process (their contents stay: the next
 compile faults what it needs back in from the page cache; written pages, which
-are not clean file pages, are left as they are). ``bench/compile_memory.py``
+are not clean file pages, are left as they are; so are pages another process
+maps too, e.g. another BCC tool running). ``bench/compile_memory.py``
 measures a process that imports BCC and compiles bpftop's program: released
 after the import, the compile peaks at 112 MiB instead of 141 (it needs 30 of
 those 55 MB back); released after the compile, 73 MB leave the resident set

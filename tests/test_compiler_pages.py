@@ -13,12 +13,14 @@ import bcc  # loads libbcc, LLVM and clang
 from bpftop.bpf.compiler_pages import release_compiler_pages
 
 def llvm_kib():
+    # Clean pages only this process maps: the kernel leaves pages another
+    # process maps too (another BCC tool running) where they are.
     total, ours = 0, False
     for line in open("/proc/self/smaps"):
         fields = line.split()
         if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
             ours = len(fields) == 6 and "/libLLVM" in fields[5]
-        elif ours and fields[0] == "Rss:":
+        elif ours and fields[0] == "Private_Clean:":
             total += int(fields[1])
     return total
 
@@ -31,7 +33,7 @@ print(before, llvm_kib(), asked)
 def test_release_drops_most_of_llvms_resident_pages() -> None:
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True)
     before, after, asked = map(int, out.stdout.split())
-    assert before > 20_000, "importing BCC leaves LLVM pages resident"
+    assert before > 10_000, "importing BCC leaves LLVM pages resident"
     assert asked >= 2, "LLVM's and clang's mappings were both asked for"
     assert after < before / 3, (before, after)
 
