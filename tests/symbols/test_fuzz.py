@@ -154,7 +154,7 @@ def test_perf_map_and_kallsyms_lines_never_raise(tmp_path_factory, lines: list[s
     perf_map.refresh()
     for at in (0, 1, 0x1000, (1 << 64) - 1):
         perf_map.lookup(at)
-    table = KernelSymbols.from_lines(lines)
+    table = KernelSymbols(lines)
     table.lookup(0xFFFFFFFF81000000)
 
 
