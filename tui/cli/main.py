@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parsed.early_perf = open_early(parsed)
         # When the first samples were taken: record's -d counts from here.
         parsed.early_since = (time.monotonic(), time.time_ns()) if parsed.early_perf else None
+        from bpftop.tui.collect.process_watch import map_large_blocks
+
+        map_large_blocks()  # before the first tick's big, short-lived arrays
         try:
             if recording:
                 from bpftop.tui.cli.record import run_record
