@@ -156,6 +156,31 @@ def test_perf_map_and_kallsyms_lines_never_raise(tmp_path_factory, lines: list[s
         perf_map.lookup(at)
     table = KernelSymbols(lines)
     table.lookup(0xFFFFFFFF81000000)
+    kallsyms = tmp_path_factory.mktemp("ks") / "kallsyms"
+    kallsyms.write_bytes(path.read_bytes())  # the same lines, through load's array parser
+    KernelSymbols.load(str(kallsyms)).lookup(0xFFFFFFFF81000000)
+
+
+KALLSYMS_LINE = st.from_regex(
+    r"[0-9a-f]{16} [tTwWdD] [a-z_]{1,12}(\t\[[a-z]{1,6}\])?", fullmatch=True
+)
+
+
+@FUZZ
+@given(lines=st.lists(KALLSYMS_LINE, min_size=1, max_size=30))
+def test_kallsyms_read_as_arrays_answers_as_line_by_line(
+    tmp_path_factory, lines: list[str]
+) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    path = tmp_path_factory.mktemp("ks") / "kallsyms"
+    path.write_text(text)
+    fast, slow = KernelSymbols.load(str(path)), KernelSymbols.from_text(text)
+    for line in lines:
+        for addr in (int(line[:16], 16), int(line[:16], 16) + 5):
+            a, b = fast.lookup(addr), slow.lookup(addr)
+            assert (a.function, a.module, a.offset, a.reason) == (
+                b.function, b.module, b.offset, b.reason,
+            )  # fmt: skip
 
 
 MANGLED_SEEDS = [

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from bpftop.symbols.frame import Unresolved
-from bpftop.symbols.kallsyms import KernelSymbols
+from bpftop.symbols.kallsyms import KernelSymbols, _fixed_width
 from bpftop.symbols.symbolizer import Symbolizer
 
 FAKE = """\
@@ -101,3 +101,34 @@ def test_real_kallsyms_resolves_a_known_symbol() -> None:
         assert table.lookup(addr).function == name
         inside = table.lookup(addr + 1)
         assert (inside.function, inside.offset, inside.module) == (name, 1, "[kernel]")
+
+
+def _same_lookups(a: KernelSymbols, b: KernelSymbols, addresses: list[int]) -> None:
+    assert (a.hidden, len(a)) == (b.hidden, len(b))
+    for addr in addresses:
+        fa, fb = a.lookup(addr), b.lookup(addr)
+        assert (fa.function, fa.module, fa.offset, fa.reason) == (
+            fb.function, fb.module, fb.offset, fb.reason,
+        ), hex(addr)  # fmt: skip
+
+
+def test_the_kernels_own_format_is_read_as_arrays_with_the_same_answers(tmp_path) -> None:
+    good = "".join(f"{line}\n" for line in FAKE.splitlines() if line != "not a line")
+    assert _fixed_width(good.encode()) is not None, "the array parser takes this file"
+    assert _fixed_width(FAKE.encode()) is None, "a line it cannot read: the line parser"
+    path = tmp_path / "kallsyms"
+    path.write_text(good)
+    addresses = [int(line.split()[0], 16) + d for line in good.splitlines() for d in (0, 1, 0x90)]
+    _same_lookups(KernelSymbols.load(str(path)), KernelSymbols.from_text(good), addresses)
+    path.write_text(HIDDEN)
+    _same_lookups(KernelSymbols.load(str(path)), KernelSymbols.from_text(HIDDEN), addresses)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="real kallsyms addresses need root")
+def test_the_real_file_reads_the_same_both_ways() -> None:
+    with open("/proc/kallsyms", "rb") as f:
+        data = f.read()
+    fast = _fixed_width(data)
+    assert fast is not None, "this kernel's /proc/kallsyms is read as arrays"
+    slow = KernelSymbols.from_text(data.decode(errors="replace"))
+    _same_lookups(fast, slow, [addr + 3 for addr in slow._starts])
