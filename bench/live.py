@@ -55,13 +55,13 @@ def main() -> None:
     command = [str(WORKLOADS / args.workload)]
     if args.workload == "scale":  # it ends by itself: outlive the compile and the window
         command.append(str(int(START_TIMEOUT_S + args.settle + args.seconds + 60)))
-    demo = subprocess.Popen(command)
+    workload = subprocess.Popen(command)
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     launched = time.perf_counter()
     app = subprocess.Popen(
-        [str(BPFTOP), "-p", str(demo.pid), "-F", str(hz), "-i", "1", "--unwind", args.unwind],
+        [str(BPFTOP), "-p", str(workload.pid), "-F", str(hz), "-i", "1", "--unwind", args.unwind],
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -85,8 +85,8 @@ def main() -> None:
             app.wait(10)
         except subprocess.TimeoutExpired:
             app.kill()
-        demo.kill()
-        demo.wait()
+        workload.kill()
+        workload.wait()
     print(f"first frame on screen: {first_frame:.3f} s after launch")
     print(f"first data on screen:  {first_data:.3f} s after launch")
     print(

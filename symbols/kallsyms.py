@@ -128,7 +128,7 @@ def _parse(line: str) -> tuple[int, str, str, str] | None:
 _HEX_DIGIT = np.full(256, 255, np.uint8)
 for _digit, _char in enumerate(b"0123456789abcdef"):
     _HEX_DIGIT[_char] = _HEX_DIGIT[ord(chr(_char).upper())] = _digit
-_TEXT_KINDS = np.frombuffer(b"tTwW", np.uint8)
+_TEXT_KINDS = np.frombuffer("".join(sorted(TEXT_TYPES)).encode(), np.uint8)
 NAMES_AT_ONCE = 8192
 
 

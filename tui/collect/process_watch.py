@@ -113,16 +113,15 @@ def trim_heap() -> None:
     ``malloc_trim``: ~50 MB of LLVM's memory stays resident otherwise)."""
     with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
         ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
-    map_large_blocks()
 
 
 def map_large_blocks() -> None:
-    """From now on, keep large blocks (count arrays, their per-tick copies,
-    drained maps, kallsyms' parse) out of the heap, so freeing them gives
-    their memory back: glibc otherwise raises its mmap threshold to the
-    largest block freed, and the heap then keeps every size ever freed. Set
-    at launch: the live view's peak RSS was 206 MiB with it set after the
-    compile (the first tick's blocks stayed in the heap), 179 with it set
-    before (bench.live)."""
+    """From now on (the CLI calls it once, at launch), keep large blocks (count
+    arrays, their per-tick copies, drained maps, kallsyms' parse) out of the
+    heap, so freeing them gives their memory back: glibc otherwise raises its
+    mmap threshold to the largest block freed, and the heap then keeps every
+    size ever freed. Set at launch: the live view's peak RSS was 206 MiB with
+    it set after the compile (the first tick's blocks stayed in the heap), 179
+    with it set before (bench.live)."""
     with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
         ctypes.CDLL(ctypes.util.find_library("c")).mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
