@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bpftop.symbols.frame import Frame
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
@@ -54,6 +57,19 @@ def test_the_default_derived_table_groups_by_symbol_and_the_toggle_shows_rows() 
     assert state.derive(tree, hot).hot[0].label == "mix", "another choice, not the cached table"
 
 
+def test_the_profiles_own_table_by_symbol_is_shown_as_it_is_and_only_then() -> None:
+    p = split_profile()
+    tree, hot, by_symbol = p.tree(), p.hot_functions(), p.hot_functions(by_symbol=True)
+    assert shares(by_symbol) == shares(hot_by_symbol(tree))
+    marked = (by_symbol[0],)  # a table no grouping of the tree makes: was it used?
+    assert derive_view(tree, hot, "all", None, by_symbol=marked).hot == marked
+    assert derive_view(tree, hot, "all", None, inline_rows=True, by_symbol=marked).hot == hot
+    mixed = derive_view(tree, hot, "all", lambda n: n.label == "hot_b", by_symbol=marked)
+    assert shares(mixed.hot)["hot_b"] == (30, 30), "a filtered tree is grouped anew"
+    state = ViewState()
+    assert state.cheap(tree, grouped=True) and state.derive(tree, hot, marked).hot == marked
+
+
 def test_nested_inline_frames_and_an_inline_frame_without_a_function_above() -> None:
     p = Profile()
     p.add("app", [u("main"), u("f"), i("g"), i("h")], 4)  # h inlined into g inlined into f
@@ -82,3 +98,37 @@ def test_without_inline_frames_both_groupings_agree() -> None:
         "all", total_count=1, children=(CallNode("app", total_count=1, children=(x,)),)
     )
     assert shares(hot_by_symbol(plain)) == {"x": (1, 1)}, "plain nodes too"
+
+
+NAMES = ("main", "f", "g", "h")
+STACKS = st.lists(st.tuples(st.sampled_from(NAMES), st.booleans()), max_size=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["app", "other"]), STACKS, st.integers(-3, 9)), max_size=14),
+    st.booleans(),
+)
+def test_the_profiles_table_by_symbol_is_the_grouping_of_its_tree(
+    adds: list[tuple[str, list[tuple[str, bool]], int]], halve: bool
+) -> None:
+    """Kept as samples arrive (placement's marks, add_up), the table by symbol
+    is what ``hot_by_symbol`` makes of the tree: after adds, removes (a
+    window's tail) and a halving, in two profiles sharing one store."""
+    profiles = (Profile(), Profile())
+    profiles = (profiles[0], Profile(profiles[0].store))
+    made: dict[tuple[object, ...], tuple[Frame, ...]] = {}
+    for n, (process, stack, count) in enumerate(adds):
+        frames = made.setdefault((process, *stack), tuple(i(f) if x else u(f) for f, x in stack))
+        p = profiles[n % 2]
+        if count > 0:
+            p.add(process, frames, count)
+        else:
+            p.remove(process, frames, -count)
+        if halve and n == len(adds) // 2:
+            p.halve()
+    for p in profiles:
+        tree = p.tree()
+        assert p.hot_functions(by_symbol=True) == hot_by_symbol(tree)
+        assert p.hot_functions(3, by_symbol=True) == hot_by_symbol(tree, 3)
+        assert p.hot_functions() == hot_from_tree(tree), "the other grouping still its own"

@@ -74,16 +74,19 @@ def test_add_up_reaches_every_ancestor_once_per_leaf() -> None:
     store = TreeStore()
     keys = np.array([1, 2, 1, 1, 4], np.int32)  # stacks 1;2;1 (recursive) and 1;4
     starts, lengths = np.array([0, 3], np.int64), np.array([3, 2], np.int64)
-    flags = np.array([4, 4, 0, 4, 4], np.uint8)  # FIRST_OF_FUNCTION but on the inner 1
+    # FIRST_OF_FUNCTION (4) but on the inner 1; FIRST_OF_SYMBOL (8) on both 1s, not on 2 or 4.
+    flags = np.array([12, 4, 8, 12, 4], np.uint8)
     nodes = place(store, keys, flags, starts, lengths)
     n = nodes.tolist()
     leaves = np.array([n[2], n[4], n[1], ROOT, n[2]], np.int32)
-    total, fn_total = np.zeros(store.size, np.int64), np.zeros(8, np.int64)
-    add_up(store, leaves, np.array([1, 10, 100, 1000, 10000], np.int64), total, fn_total)
+    total, fn_total, symbol_total = (np.zeros(n, np.int64) for n in (store.size, 8, 8))
+    counts = np.array([1, 10, 100, 1000, 10000], np.int64)
+    add_up(store, leaves, counts, total, fn_total, symbol_total)
     assert store.size == 5
     by_node = {ROOT: 11111, n[0]: 10111, n[1]: 10101, n[2]: 10001, n[4]: 10}
     assert total.tolist() == [by_node[node] for node in range(5)]
     assert fn_total.tolist() == [0, 10111, 10101, 0, 10, 0, 0, 0]  # 1 once for 1;2;1
+    assert symbol_total.tolist() == [0, 10111 + 10001, 0, 0, 0, 0, 0, 0]  # as flagged
 
 
 def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:

@@ -164,13 +164,14 @@ class BpftopApp(SourceApp):
             return None
         snap, state = self.shown, self.state
         found = state.cached(snap.tree)
-        if found is None and state.cheap(snap.tree):
-            found = state.derive(snap.tree, snap.hot)
+        by_symbol = snap.hot_by_symbol
+        if found is None and state.cheap(snap.tree, by_symbol is not None):
+            found = state.derive(snap.tree, snap.hot, by_symbol)
         if found is None:
             tree, hot, wanted, job = snap.tree, snap.hot, state.wanted, state.derive_job()
             found = self.deriving.submit(
                 (id(tree), wanted),
-                lambda: derive_view(tree, hot, *job),
+                lambda: derive_view(tree, hot, *job, by_symbol=by_symbol),
                 lambda done: self._derive_done(tree, wanted, done),
             )
             if found is not None:

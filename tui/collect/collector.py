@@ -359,10 +359,9 @@ class Collector:
             active.add(self._label(sample.tgid), self._stacks.lookup(sample), sample, self.headless)
         self._profile.end_tick(tick.interval_s)
         self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
-        self._probes.active.events += tick.total_samples
+        active.events += tick.total_samples
 
-    def _bpf_quality(self, tick: RawTick) -> Qualities:
-        """How this tick's BPF user stacks were made (see bpf_qualities)."""
+    def _bpf_quality(self, tick: RawTick) -> Qualities:  # how its BPF user stacks were made
         return bpf_qualities(tick, getattr(self._sampler, "unwinder", None) is not None)
 
     def _post(self, phase: Phase, message: str = "") -> None:
@@ -379,6 +378,7 @@ class Collector:
             process=self._process.info(),
             tree=current.tree(last=final and self.headless),  # record's: no copies
             hot=current.hot_functions(limit=500),
+            hot_by_symbol=current.hot_functions(limit=500, by_symbol=True),
             message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),
             maps=self._sampler.map_usage() if diag else (),

@@ -19,7 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from bpftop.tui.model.child_index import slots_of
-from bpftop.tui.model.store import FIRST_OF_FUNCTION, ROOT, Counts, Ids, TreeStore
+from bpftop.tui.model.store import (
+    FIRST_OF_FUNCTION,
+    FIRST_OF_SYMBOL,
+    INLINED,
+    ROOT,
+    Counts,
+    Ids,
+    TreeStore,
+)
 
 Flags = npt.NDArray[np.uint8]
 
@@ -127,10 +135,48 @@ def _chains(
     nodes[positions] = ids
 
 
-def add_up(store: TreeStore, leaves: Ids, counts: Counts, total: Counts, fn_total: Counts) -> None:
+def mark_firsts(key_ids: Ids, flags: Flags, starts: Counts, lengths: Counts) -> Ids:
+    """Set ``FIRST_OF_FUNCTION`` and ``FIRST_OF_SYMBOL`` in the ``flags`` of
+    stacks laid one after another (a process, then its frames); returns each
+    stack's *symbol*: the function its leaf's samples count for in the table
+    grouped by symbol (its nearest frame at or above it not inlined, or its
+    first frame), -1 for a stack of no frames. See ``symbol_owners``."""
+    is_frame = np.ones(len(key_ids), np.bool_)
+    is_frame[starts] = False  # the process node
+    in_stack = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+    symbol = is_frame & ((flags & INLINED) == 0)
+    framed = lengths > 1
+    symbol[starts[framed] + 1] = True
+    for mask, flag in ((is_frame, FIRST_OF_FUNCTION), (symbol, FIRST_OF_SYMBOL)):
+        at = np.flatnonzero(mask)  # the first of each (stack, key): outermost
+        _, first = np.unique(slots_of(in_stack[at], key_ids[at]), return_index=True)
+        flags[at[first]] |= flag
+    latest = np.maximum.accumulate(np.where(symbol, np.arange(len(key_ids)), 0))
+    return np.where(framed, key_ids[latest[starts + lengths - 1]], -1).astype(np.int32)
+
+
+def symbol_owners(parent: Ids, depth: npt.NDArray[np.int16], flags: Flags) -> Ids:
+    """Per node, the node of the symbol its samples count for: itself, unless
+    it is an inline frame below another frame; then its nearest node above
+    that is not inlined (or the first frame under its process)."""
+    owner = np.arange(len(parent), dtype=np.int32)
+    inner = np.flatnonzero(((flags & INLINED) != 0) & (depth >= 3))
+    for _ in range(int(depth.max(initial=0))):  # one pass per level of nesting
+        above = owner[parent[inner]]
+        if np.array_equal(above, owner[inner]):
+            break
+        owner[inner] = above
+    return owner
+
+
+def add_up(
+    store: TreeStore, leaves: Ids, counts: Counts, total: Counts, fn_total: Counts,
+    symbol_total: Counts,
+) -> None:  # fmt: skip
     """Add ``counts`` to the ``total`` of every node from ``leaves`` up to the
-    root, and to ``fn_total`` of the function of each node flagged
-    ``FIRST_OF_FUNCTION`` on the way (each function once a stack).
+    root, to ``fn_total`` of the function of each node flagged
+    ``FIRST_OF_FUNCTION`` on the way (each function once a stack), and to
+    ``symbol_total`` of each node flagged ``FIRST_OF_SYMBOL``.
 
     One step per depth over the leaves still below it, so the arrays held are
     a batch of leaves, never a batch times its depth (100,000 pending samples
@@ -139,7 +185,9 @@ def add_up(store: TreeStore, leaves: Ids, counts: Counts, total: Counts, fn_tota
     parent, key_id, flags = store.parent, store.key_id, store.flags
     while len(leaves):
         np.add.at(total, leaves, counts)
-        first = (flags[leaves] & FIRST_OF_FUNCTION) != 0
-        np.add.at(fn_total, key_id[leaves[first]], counts[first])
+        marks = flags[leaves]
+        for flag, table in ((FIRST_OF_FUNCTION, fn_total), (FIRST_OF_SYMBOL, symbol_total)):
+            first = (marks & flag) != 0
+            np.add.at(table, key_id[leaves[first]], counts[first])
         below = leaves != ROOT
         leaves, counts = parent[leaves[below]], counts[below]

@@ -6,10 +6,12 @@ the last read are placed in the store together
 (:mod:`bpftop.tui.model.placement`), and the buffered counts applied
 together, vectorized, when the profile is next read: each count reaches the
 nodes from its leaf up, and the functions of the nodes flagged
-``FIRST_OF_FUNCTION`` on the way. ``tree()`` then freezes the counts into a
-``LiveTree`` (two array copies; nodes are made only when a view asks for
-them) and ``hot_functions()`` ranks the per-function counters. Both are cached
-until the counts change.
+``FIRST_OF_FUNCTION`` (and ``FIRST_OF_SYMBOL``: the table grouped by
+symbol) on the way. ``tree()`` then freezes the counts into a ``LiveTree``
+(two array copies; nodes are made only when a view asks for them) and
+``hot_functions()`` ranks the per-function counters, with inline frames as
+rows or grouped by symbol as ``views.hot_by_symbol`` groups them: what new
+samples cost, not a pass over the tree. Both are cached until the counts change.
 
 Only the collector thread may call into a ``Profile``; the values it returns
 are immutable and safe to hand to any thread.
@@ -23,11 +25,11 @@ from itertools import chain, repeat
 import numpy as np
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.child_index import slots_of
-from bpftop.tui.model.placement import add_up, place
+from bpftop.tui.model.placement import add_up, mark_firsts, place, symbol_owners
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
+    FIRST_OF_SYMBOL,
     INLINED,
     ROOT,
     UNRESOLVED,
@@ -51,12 +53,13 @@ MAX_FRAME_KEYS = 500_000
 class _Stack:
     """One distinct stack: its leaf node, and its counts."""
 
-    __slots__ = ("count", "frames", "leaf", "process")
+    __slots__ = ("count", "frames", "leaf", "process", "symbol")
 
     def __init__(self, process: str, frames: tuple[Frame, ...]) -> None:
         self.process = process
         self.frames = frames  # kept alive, so its id() is not reused
         self.leaf = -1  # its node, once it is placed in the store
+        self.symbol = -1  # the key id its samples count for by symbol (placement.mark_firsts)
         self.count = 0  # samples of it in the profile, pending ones included
 
 
@@ -98,12 +101,14 @@ class Profile:
         self._pending_counts: list[int] = []  # and those counts (a stack may repeat)
         self._self: Counts = np.zeros(0, np.int64)
         self._total: Counts = np.zeros(0, np.int64)
-        self._fn_self: Counts = np.zeros(0, np.int64)
-        self._fn_total: Counts = np.zeros(0, np.int64)
+        # Per key id: self and total by function ([0]) and by symbol ([1]).
+        self._fn_self = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+        self._fn_total = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
         self._fn_source: dict[int, str] = {}
         self._tree: CallNode | None = None
-        self._hot: tuple[HotFunction, ...] | None = None  # the hottest, or all of them
-        self._live_functions = 0  # functions with samples, as of the last ranking
+        # Per grouping: the hottest rows, or all of them, and how many there are.
+        self._hot: list[tuple[HotFunction, ...] | None] = [None, None]
+        self._live_functions = [0, 0]
 
     @property
     def total_samples(self) -> int:
@@ -153,7 +158,7 @@ class Profile:
         self._pending.append(stack)
         self._pending_counts.append(count)
         self._tree = None
-        self._hot = None
+        self._hot = [None, None]
         if len(self._pending) >= MAX_PENDING:
             self._flush()  # a profile nobody reads (the cumulative one, in window mode)
 
@@ -180,16 +185,14 @@ class Profile:
         key_ids = (ids >> 8).astype(np.int32)
         node_flags = (ids & _NODE_FLAGS).astype(np.uint8)
         starts = np.cumsum(lengths) - lengths
-        # A frame whose function is not above it in its stack counts that function's total.
-        is_frame = np.ones(len(ids), np.bool_)
-        is_frame[starts] = False  # the process node
-        framed = np.flatnonzero(is_frame)
-        in_stack = np.repeat(np.arange(len(new), dtype=np.int64), lengths)
-        _, first = np.unique(slots_of(in_stack[framed], key_ids[framed]), return_index=True)
-        first_of_function = np.zeros(len(ids), np.bool_)
-        first_of_function[framed[first]] = True
-        node_flags[first_of_function] |= FIRST_OF_FUNCTION
+        size = store.size
         nodes = place(store, key_ids, node_flags, starts, lengths)
+        # Marks follow the tree's flags: a node keeps those of the first frame
+        # placed there (a function inlined at one call and called at another).
+        flags = store.flags[nodes]
+        symbols = mark_firsts(key_ids, flags, starts, lengths).tolist()
+        made = nodes >= size
+        store.flags[nodes[made]] = flags[made]  # new rows only: no snapshot reads them yet
         for position in np.flatnonzero(ids & _HAS_FILE).tolist():  # while file:line is shown
             node = int(nodes[position])
             if node not in store.sources:  # an old node takes file:line once lines are on
@@ -200,11 +203,12 @@ class Profile:
         self._fit()
         leaves = nodes[starts + lengths - 1]
         # Seen before under another tuple, or forgotten: its samples are the leaf's.
-        for stack, leaf, prior in zip(
-            new, leaves.tolist(), self._self[leaves].tolist(), strict=True
+        for stack, leaf, prior, symbol in zip(
+            new, leaves.tolist(), self._self[leaves].tolist(), symbols, strict=True
         ):
             stack.leaf = leaf
             stack.count += prior
+            stack.symbol = symbol
 
     def _packed_keys(self, new: list[_Stack], lengths: Counts) -> Counts:
         """Key id << 8 | flags of each position of ``new`` (process first), laid
@@ -243,17 +247,23 @@ class Profile:
         self._fit()
         if not self._pending:
             return
-        leaves = np.fromiter((stack.leaf for stack in self._pending), np.int32, len(self._pending))
+        pending = self._pending
+        leaves = np.fromiter((stack.leaf for stack in pending), np.int32, len(pending))
+        symbols = np.fromiter((stack.symbol for stack in pending), np.int32, len(pending))
         counts = np.array(self._pending_counts, np.int64)
         self._pending, self._pending_counts = [], []
-        leaves, at = np.unique(leaves, return_inverse=True)  # a stack of many ticks: once
+        # A stack of many ticks: once.
+        leaves, first, at = np.unique(leaves, return_index=True, return_inverse=True)
         summed = np.zeros(len(leaves), np.int64)
         np.add.at(summed, at.reshape(-1), counts)
+        symbols = symbols[first]
         store = self.store
         self._self[leaves] += summed  # leaves distinct
-        framed = store.depth[leaves] >= 2  # a stack of no frames counts no function
-        np.add.at(self._fn_self, store.key_id[leaves[framed]], summed[framed])
-        add_up(store, leaves.astype(np.int32), summed, self._total, self._fn_total)
+        framed = symbols >= 0  # a stack of no frames counts no function
+        np.add.at(self._fn_self[0], store.key_id[leaves[framed]], summed[framed])
+        np.add.at(self._fn_self[1], symbols[framed], summed[framed])
+        by_function, by_symbol = self._fn_total
+        add_up(store, leaves.astype(np.int32), summed, self._total, by_function, by_symbol)
 
     def _fit(self) -> None:
         """Grow the count arrays to the store's (shared stores grow under us)."""
@@ -261,9 +271,9 @@ class Profile:
         if len(self._total) < nodes:
             self._total = _grown(self._total, nodes)
             self._self = _grown(self._self, nodes)
-        if len(self._fn_total) < keys:
-            self._fn_total = _grown(self._fn_total, keys * 2)
-            self._fn_self = _grown(self._fn_self, keys * 2)
+        if len(self._fn_total[0]) < keys:
+            self._fn_total = [_grown(counts, keys * 2) for counts in self._fn_total]
+            self._fn_self = [_grown(counts, keys * 2) for counts in self._fn_self]
 
     # -- decay ------------------------------------------------------------------
     def halve(self) -> None:
@@ -278,15 +288,19 @@ class Profile:
         for level in reversed(store.levels()[1:]):
             np.add.at(total, parent[level], total[level])
         self._total = total
-        frames = store.depth[:size] >= 2
-        key_id = store.key_id[:size]
-        self._fn_self[:] = 0
-        np.add.at(self._fn_self, key_id[frames], self._self[:size][frames])
-        first = (store.flags[:size] & FIRST_OF_FUNCTION) != 0
-        self._fn_total[:] = 0
-        np.add.at(self._fn_total, key_id[first], total[:size][first])
+        depth, flags, key_id = store.depth[:size], store.flags[:size], store.key_id[:size]
+        frames = depth >= 2
+        owners = symbol_owners(store.parent[:size], depth, flags)
+        for grouping, owner_key, flag in (
+            (0, key_id, FIRST_OF_FUNCTION), (1, key_id[owners], FIRST_OF_SYMBOL)
+        ):  # fmt: skip
+            self._fn_self[grouping][:] = 0
+            np.add.at(self._fn_self[grouping], owner_key[frames], self._self[:size][frames])
+            first = (flags & flag) != 0
+            self._fn_total[grouping][:] = 0
+            np.add.at(self._fn_total[grouping], key_id[first], total[:size][first])
         self._tree = None
-        self._hot = None
+        self._hot = [None, None]
 
     # -- reading --------------------------------------------------------------
     def tree(self, last: bool = False) -> CallNode:
@@ -297,21 +311,29 @@ class Profile:
             self._tree = LiveTree.freeze(self.store, self._self, self._total, last=last).root()
         return self._tree
 
-    def hot_functions(self, limit: int | None = None) -> tuple[HotFunction, ...]:
+    def hot_functions(
+        self, limit: int | None = None, *, by_symbol: bool = False
+    ) -> tuple[HotFunction, ...]:
         """Functions by self samples (then total, then label), hottest first.
+        ``by_symbol``: grouped as ``views.hot_by_symbol`` groups the tree (an
+        inline frame's samples count for the function it was inlined into);
+        else inline frames are rows of their own.
 
         Only the rows asked for are made: numpy ranks by the counts, Python
         breaks ties by name among those (and whatever ties with the last)."""
-        hot = self._hot
-        if hot is None or (len(hot) < self._live_functions and (limit or len(hot) + 1) > len(hot)):
+        grouping = int(by_symbol)
+        hot = self._hot[grouping]
+        if hot is None or (
+            len(hot) < self._live_functions[grouping] and (limit or len(hot) + 1) > len(hot)
+        ):
             self._flush()
-            self._hot = hot = self._rank(limit)
+            self._hot[grouping] = hot = self._rank(limit, grouping)
         return hot if limit is None else hot[:limit]
 
-    def _rank(self, limit: int | None) -> tuple[HotFunction, ...]:
-        live = np.flatnonzero(self._fn_total > 0)
-        self._live_functions = len(live)
-        selfs, totals = self._fn_self[live], self._fn_total[live]
+    def _rank(self, limit: int | None, grouping: int) -> tuple[HotFunction, ...]:
+        live = np.flatnonzero(self._fn_total[grouping] > 0)
+        self._live_functions[grouping] = len(live)
+        selfs, totals = self._fn_self[grouping][live], self._fn_total[grouping][live]
         order = np.lexsort((-totals, -selfs))
         if limit is not None and limit < len(order):
             last = order[limit - 1]

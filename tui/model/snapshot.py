@@ -256,6 +256,8 @@ class Snapshot:
     process: ProcessInfo | None = None
     tree: CallNode = field(default_factory=lambda: CallNode("all"))
     hot: tuple[HotFunction, ...] = ()
+    # The same table grouped by symbol (Profile.hot_functions(by_symbol=True)); None: not made.
+    hot_by_symbol: tuple[HotFunction, ...] | None = None
     message: str = ""
     unknown: tuple[UnknownShare, ...] = ()
     maps: tuple[MapUsage, ...] = ()

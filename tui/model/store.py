@@ -39,6 +39,9 @@ INLINED = 1
 UNRESOLVED = 2
 FIRST_OF_FUNCTION = 4
 """Set on a frame node whose function is not on the path above it (totals count it once)."""
+FIRST_OF_SYMBOL = 8
+"""Set on a symbol's node (a frame not inlined, or an inline one right under its
+process) whose function is no symbol node above it: the table by symbol counts it."""
 
 
 class TreeStore:
@@ -68,8 +71,7 @@ class TreeStore:
         self._flags: npt.NDArray[np.uint8] = np.zeros(self._capacity, np.uint8)
 
     @property
-    def capacity(self) -> int:
-        """Rows the columns have room for (>= size)."""
+    def capacity(self) -> int:  # rows the columns have room for (>= size)
         return self._capacity
 
     def key_of(self, key: NodeKey) -> int:
@@ -180,8 +182,7 @@ class TreeStore:
     def next_sibling(self) -> array[int]:
         return self._next_sibling
 
-    def levels(self) -> list[Ids]:
-        """Node ids grouped by depth (index = depth), for bottom-up passes."""
+    def levels(self) -> list[Ids]:  # node ids by depth (index = depth)
         return depth_levels(self.depth[: self.size])
 
 
@@ -225,8 +226,7 @@ class LiveTree:
         """The same shape with other counts."""
         return LiveTree(self._shape, self_count, total)
 
-    def levels(self) -> list[Ids]:
-        """Node ids by depth (index = depth), for passes top-down or bottom-up."""
+    def levels(self) -> list[Ids]:  # node ids by depth (index = depth)
         return self._shape.levels()
 
     def root(self) -> LiveNode:

@@ -37,6 +37,7 @@ from bpftop.tui.model.path_tree import (
     merged_root,
     sources_from,
 )
+from bpftop.tui.model.placement import symbol_owners
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
@@ -171,25 +172,20 @@ def hot_by_symbol(tree: CallNode, limit: int | None = None) -> tuple[HotFunction
     live = array_tree(tree)
     keys = len(live.keys)
     inlined = (live.flags & INLINED) != 0
-    owner = np.arange(live.size, dtype=np.int64)
-    inner = np.flatnonzero(inlined & (live.depth >= 3))  # depth 2: under its process
-    for _ in range(int(live.depth.max(initial=0))):  # one pass per level of nesting
-        above = owner[live.parent[inner]]
-        if np.array_equal(above, owner[inner]):
-            break
-        owner[inner] = above
+    owner = symbol_owners(live.parent, live.depth, live.flags)
     frames = live.depth >= 2
     own = np.bincount(live.key_id[owner[frames]], live.self_count[frames], keys).astype(np.int64)
     symbol = frames & (owner == np.arange(live.size))
     first = symbol & ((live.flags & FIRST_OF_FUNCTION) != 0)
-    first |= _outermost_symbols(live, symbol & ~first, inlined)
+    first |= _outermost_symbols(live, symbol & ~first, symbol, inlined)
     total = np.bincount(live.key_id[first], live.total[first], keys).astype(np.int64)
     return _hot_rows(live, own, total, limit)
 
 
-def _outermost_symbols(live: LiveTree, candidates: Mask, inlined: Mask) -> Mask:
+def _outermost_symbols(live: LiveTree, candidates: Mask, symbol: Mask, inlined: Mask) -> Mask:
     """Of ``candidates`` (symbol nodes whose function is above them too), those
-    whose function is above them only as inline frames: they count its total.
+    whose function is above them in no ``symbol`` node, only as inline frames
+    in others: they count its total.
     Only functions that are somewhere inline are walked (rare)."""
     found = np.zeros(live.size, np.bool_)
     if not candidates.any():
@@ -199,7 +195,7 @@ def _outermost_symbols(live: LiveTree, candidates: Mask, inlined: Mask) -> Mask:
     parent, key_id = live.parent, live.key_id
     for node in np.flatnonzero(candidates).tolist():
         key, up = key_id[node], int(parent[node])
-        while up != ROOT and not (key_id[up] == key and not inlined[up]):
+        while up != ROOT and not (key_id[up] == key and symbol[up]):
             up = int(parent[up])
         found[node] = up == ROOT
     return found

@@ -65,13 +65,17 @@ def derive_view(
     inline_rows: bool = False,
     python_functions: bool = False,
     show_idle: bool = False,
+    *,
+    by_symbol: tuple[HotFunction, ...] | None = None,
 ) -> Derived:
     """What the views show: Python frames by function if ``python_functions``
     (else by line), ``frames`` kept (see FRAME_FILTERS), then only the
     stacks ``match`` finds. ``hot`` is the snapshot's table (inline frames as
     rows); unless ``inline_rows``, the table groups inline frames into the
-    function they were inlined into (``hot_by_symbol``). Idle samples are
-    left out first unless ``show_idle``. Pure, so it may run on a worker thread."""
+    function they were inlined into: ``by_symbol`` when given (the profile's
+    own, ``Profile.hot_functions``) and the tree is shown as it is, else
+    ``hot_by_symbol``. Idle samples are left out first unless ``show_idle``.
+    Pure, so it may run on a worker thread."""
     shown, hidden = (tree, 0) if show_idle else drop_idle(tree)
     if hidden:
         job = (frames, match, inline_rows, python_functions, True)
@@ -81,6 +85,8 @@ def derive_view(
     shown = keep_frames(shown, keep) if keep is not None else shown
     if match is not None:
         shown = filter_tree(shown, match) or CallNode(tree.label)
+    if not inline_rows and shown is tree and by_symbol is not None:
+        return Derived(shown, by_symbol)
     if not inline_rows and has_inlined(shown):
         return Derived(shown, hot_by_symbol(shown, 500))
     return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
@@ -201,13 +207,14 @@ class ViewState:
         searched = self.filtering and self.match is not None
         return self.frames == "all" and not searched and not self.python_functions
 
-    def cheap(self, tree: CallNode) -> bool:
+    def cheap(self, tree: CallNode, grouped: bool = False) -> bool:
         """True when deriving ``tree`` for the current choices costs next to nothing,
         so the app thread may do it: the snapshot as it is (``plain``), with a table
-        that needs no grouping by symbol (``i``, or no inline frames) or a small tree."""
+        that needs no grouping by symbol (``i``, ``grouped``: the snapshot has it,
+        or no inline frames) or a small tree."""
         if not self.keep_idle and has_idle(tree):
             return False
-        if not self.plain or self.inline_rows:
+        if not self.plain or self.inline_rows or grouped:
             return self.plain
         return array_tree(tree).size <= SYNC_GROUPING_NODES or not has_inlined(tree)
 
@@ -227,11 +234,16 @@ class ViewState:
         match = self.match if self.filtering else None
         return self.frames, match, self.inline_rows, self.python_functions, self.keep_idle
 
-    def derive(self, tree: CallNode, hot: tuple[HotFunction, ...]) -> Derived:
+    def derive(
+        self,
+        tree: CallNode,
+        hot: tuple[HotFunction, ...],
+        by_symbol: tuple[HotFunction, ...] | None = None,
+    ) -> Derived:
         """The (frame-filtered, search-filtered) tree and table; cached while unchanged."""
         derived = self.cached(tree)
         if derived is None:
-            derived = derive_view(tree, hot, *self.derive_job())
+            derived = derive_view(tree, hot, *self.derive_job(), by_symbol=by_symbol)
             self.remember(tree, self.wanted, derived)
         return derived
 
