@@ -25,6 +25,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.count_copies import CountCopies
 from bpftop.tui.model.placement import add_up, mark_firsts, place, symbol_owners
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import (
@@ -106,6 +107,7 @@ class Profile:
         self._fn_total = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
         self._fn_source: dict[int, str] = {}
         self._tree: CallNode | None = None
+        self._copies = CountCopies()  # the snapshots' counts
         # Per grouping: the hottest rows, or all of them, and how many there are.
         self._hot: list[tuple[HotFunction, ...] | None] = [None, None]
         self._live_functions = [0, 0]
@@ -308,7 +310,10 @@ class Profile:
         ``last``: nothing will be added to this profile after (see LiveTree.freeze)."""
         if self._tree is None:
             self._flush()
-            self._tree = LiveTree.freeze(self.store, self._self, self._total, last=last).root()
+            own, total, size = self._self, self._total, self.store.size
+            if not last:  # the profile goes on counting: copies
+                own, total = self._copies.copy(own, size), self._copies.copy(total, size)
+            self._tree = LiveTree.freeze(self.store, own, total).root()
         return self._tree
 
     def hot_functions(

@@ -211,16 +211,11 @@ class LiveTree:
         self.start_lines: Final = shape.start_lines  # append-only
 
     @classmethod
-    def freeze(
-        cls, store: TreeStore, self_counts: Counts, totals: Counts, *, last: bool = False
-    ) -> LiveTree:
-        """The store's tree as of now. ``last``: no count will change after
-        (a record's final tree): the counts are shared, not copied (27 MB at
-        1.7 M nodes, at the moment the file is written)."""
+    def freeze(cls, store: TreeStore, self_counts: Counts, totals: Counts) -> LiveTree:
+        """The store's tree with these counts (from node 0), which must not
+        change after: copies (``count_copies``), or a record's final counts."""
         size = store.size
-        if last:
-            return cls(Shape.of_store(store, size), self_counts[:size], totals[:size])
-        return cls(Shape.of_store(store, size), self_counts[:size].copy(), totals[:size].copy())
+        return cls(Shape.of_store(store, size), self_counts[:size], totals[:size])
 
     def with_counts(self, self_count: Counts, total: Counts) -> LiveTree:
         """The same shape with other counts."""
