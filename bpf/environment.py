@@ -10,6 +10,8 @@ arch tree; BCC needs them merged, so we build a symlink farm once and cache it.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import platform
 import re
@@ -138,10 +140,22 @@ def ensure_tracefs() -> None:
             subprocess.run(["mount", "-t", fstype, fstype, where], check=False, capture_output=True)
 
 
+LIBBCC = "libbcc.so.0"  # the name BCC's bindings load (bcc/libbcc.py)
+
+
 def import_bcc() -> object:
     """Import BCC's Python bindings, or say how to get them. The first import
-    leaves LLVM's pages resident: they are released (compiler_pages)."""
+    leaves LLVM's pages resident: they are released (compiler_pages).
+
+    libbcc is loaded first with lazy binding: ctypes loads with RTLD_NOW,
+    which resolves every function libbcc and LLVM call before it returns
+    (0.07 s, holding the GIL: the live view's first tick waited); lazily 0.02 s,
+    and the bindings' own load then finds it loaded. A function is bound on its
+    first call, in the compile."""
     first = "bcc" not in sys.modules
+    if first:
+        with contextlib.suppress(OSError):  # the bindings' import says what is missing
+            ctypes.CDLL(LIBBCC, mode=os.RTLD_LAZY)
     try:
         import bcc
     except ImportError as exc:

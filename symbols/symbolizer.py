@@ -10,6 +10,7 @@ kernel symbol table (loaded lazily, once). Nothing here raises for bad input.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -47,12 +48,16 @@ class Symbolizer:
         min_reread_interval_s: float = MIN_REREAD_INTERVAL_S,
         symbol_cache_dir: str | None = None,
         inline_frames: bool = True,
+        prefetch_kernel: bool = False,
     ) -> None:
         """``symbol_cache_dir``: where indexes persist across runs (None: the
         ``BPFTOP_SYMBOL_CACHE_DIR`` environment variable, else
         /var/cache/bpftop/symbols; an empty variable turns it off). Ignored
         when ``elf_cache`` is given. ``inline_frames``: expand addresses in
-        inlined code into their inline chains (see :meth:`user_frames`)."""
+        inlined code into their inline chains (see :meth:`user_frames`).
+        ``prefetch_kernel``: start reading the kernel symbol table now, on a
+        thread: the kernel takes ~40 ms to write /proc/kallsyms and holds no GIL
+        of ours meanwhile, so the live view's first tick need not wait for it."""
         self.inline_frames = inline_frames
         if elf_cache is None:
             directory = symbol_cache_dir or default_cache_dir()
@@ -66,6 +71,12 @@ class Symbolizer:
         self._processes: dict[int, ProcessSymbolizer] = {}
         self._parents: dict[int, int] = {}  # forked child -> parent (see adopt)
         self._kernel: KernelSymbols | None = None
+        self._kernel_reader: threading.Thread | None = None  # prefetch_kernel
+        if prefetch_kernel:
+            self._kernel_reader = threading.Thread(
+                target=self._read_kernel_symbols, name="bpftop-kallsyms", daemon=True
+            )
+            self._kernel_reader.start()
         self._kernel_frames: dict[tuple[int, bool], Frame] = {}
 
     def prepare(self, pid: int, *, preload: bool = False) -> ProcessSymbolizer:
@@ -159,11 +170,18 @@ class Symbolizer:
         self._processes.pop(pid, None)
         self._parents.pop(pid, None)
 
+    def _read_kernel_symbols(self) -> None:
+        self._kernel = KernelSymbols.load(self._kallsyms_path)
+
     @property
     def kernel_symbols(self) -> KernelSymbols:
-        """The kernel symbol table, read on first use."""
-        if self._kernel is None:
-            self._kernel = KernelSymbols.load(self._kallsyms_path)
+        """The kernel symbol table, read on first use (or prefetched)."""
+        if self._kernel_reader is not None:
+            self._kernel_reader.join()
+            self._kernel_reader = None
+        if self._kernel is None:  # not prefetched, or the prefetch failed
+            self._read_kernel_symbols()
+        assert self._kernel is not None
         return self._kernel
 
     def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,16 @@ def test_the_real_file_reads_the_same_both_ways() -> None:
     assert fast is not None, "this kernel's /proc/kallsyms is read as arrays"
     slow = KernelSymbols.from_text(data.decode(errors="replace"))
     _same_lookups(fast, slow, [addr + 3 for addr in slow._starts])
+
+
+def test_a_prefetched_kernel_table_is_read_before_its_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "kallsyms"
+    path.write_text("ffffffff81000000 T _stext\nffffffff81000100 t do_thing\n")
+    prefetched = Symbolizer(kallsyms_path=str(path), prefetch_kernel=True)
+    reader = prefetched._kernel_reader
+    assert reader is not None and reader.name == "bpftop-kallsyms"
+    reader.join()
+    path.unlink()  # gone before the first use: the table was read on the thread
+    assert [f.label for f in prefetched.kernel_frames([0xFFFFFFFF81000110])] == ["do_thing"]
+    missing = Symbolizer(kallsyms_path=str(tmp_path / "none"), prefetch_kernel=True)
+    assert missing.kernel_symbols.hidden, "unreadable: hidden, as when read on first use"

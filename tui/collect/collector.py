@@ -84,7 +84,7 @@ class Collector:
         self._labels = ProcessLabels()
         self.interval_s = interval_s
         self._sampler = sampler
-        self._symbolizer = Symbolizer()
+        self._symbolizer = Symbolizer(prefetch_kernel=early is not None)  # samples from launch on
         self._stacks = StackCache(
             self._symbolizer, offsets=offsets, mangled=mangled, python=python_frames
         )

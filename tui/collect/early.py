@@ -31,7 +31,7 @@ BPF_FP = "BPF frame pointers"
 BPF_NO_USER_REGS = NO_USER_REGS_QUALITY  # the walker is on, but the context gave it no registers
 HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
 POLL_S = 0.1  # the rings are emptied this often (they hold ~2 s)
-FIRST_TICK_S = 0.05  # the first early snapshot: samples since launch are in (0.25 s idled)
+FIRST_TICK_S = 0.0  # the first early snapshot at once: samples since launch are in
 
 Qualities = Mapping[str, int]
 
