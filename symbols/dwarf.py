@@ -194,6 +194,8 @@ class DwarfIndex:
             offset = self._cu_offset_at(vaddr)
             if offset is None:
                 return None
+            if self._entry is not None and self._entry.dirty:
+                self._entry.flush_if_due()  # units added in the last seconds
             unit = self._units.get(offset)
             if unit is not None:
                 return unit

@@ -16,8 +16,9 @@ loading runs no code), checked field by field: the CU index when the entry is
 read, each unit when it is first asked for. A broken entry (or unit) is
 removed, never trusted. The entry is rewritten when units are added: at once
 while it holds at most :data:`EAGER_UNITS` (a first run's first tick is saved),
-then at most every :data:`SAVE_INTERVAL_S` (units added in the last seconds
-before exit may be lost: they are built again next time). Used from one
+then at most every :data:`SAVE_INTERVAL_S` (checked as addresses are looked
+up; units added in the last seconds before exit may be lost: they are built
+again next time). Used from one
 thread; nothing here raises.
 """
 
@@ -161,8 +162,15 @@ class DwarfEntry:
             return
         self._units[offset] = encode_unit(unit)
         self.dirty = True
-        due = self._cache.clock() >= self._saved_at + SAVE_INTERVAL_S
-        if len(self._units) <= EAGER_UNITS or due:
+        if len(self._units) <= EAGER_UNITS:
+            self.flush()
+        else:
+            self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        """Write the entry if units were added and it was last written
+        :data:`SAVE_INTERVAL_S` ago or more."""
+        if self.dirty and self._cache.clock() >= self._saved_at + SAVE_INTERVAL_S:
             self.flush()
 
     def flush(self) -> None:

@@ -180,11 +180,15 @@ def test_writes_at_once_while_small_then_every_few_seconds(many_units, tmp_path)
     for at, vaddr in enumerate(outers[:EAGER_UNITS], 1):
         dwarf.inlines(vaddr)
         assert cache.writes == at  # each unit saved as it came
-    for vaddr in outers[EAGER_UNITS:-1]:
+    for vaddr in outers[EAGER_UNITS:]:
         dwarf.inlines(vaddr)
     assert cache.writes == EAGER_UNITS  # not rewritten for each unit any more
-    now[0] += SAVE_INTERVAL_S
-    dwarf.inlines(outers[-1])
+    now[0] += SAVE_INTERVAL_S - 0.1
+    dwarf.inlines(outers[0])
+    assert cache.writes == EAGER_UNITS
+    now[0] += 0.1
+    dwarf.inlines(outers[0])  # a known unit: the unsaved ones are written now
+    dwarf.inlines(outers[1])
     assert cache.writes == EAGER_UNITS + 1
     again = DwarfIndex(str(many_units), DwarfCache(str(tmp_path)))
     for vaddr in outers:
