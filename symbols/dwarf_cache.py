@@ -1,8 +1,8 @@
 """What :class:`~bpftop.symbols.dwarf.DwarfIndex` learns of a file, kept on disk.
 
 Owns :class:`DwarfCache` and :class:`DwarfEntry`. Opening libc's separate debug
-file with pyelftools costs the live view's first tick about 0.13 s of
-GIL-held Python (``get_dwarf_info`` 0.07 s: it decompresses every
+file with pyelftools cost the live view's first tick 0.12-0.19 s of GIL-held
+Python (profiled: ``get_dwarf_info`` 0.07 s, as it decompresses every
 ``.debug_*`` section; the CU index 0.035 s; the 2-3 units hit 0.025 s), and
 a second run did all of it again. Here the CU index and, per compile unit
 built, its subprogram ranges and inline ranges are stored in
@@ -10,6 +10,10 @@ built, its subprogram ranges and inline ranges are stored in
 :mod:`bpftop.symbols.disk_cache` uses, of the DWARF file itself), so a later
 run answers ``has_dwarf`` and those units' inline chains without opening the
 file. Units not stored are built as before and added to the entry.
+``bench/symbols_bench.py``: the inline chains of 30 random libc functions
+(30 units) took 213 ms cold and 1.0 ms from the cache; writing the entry
+took 0.55 ms at 44 units (54 KiB), 2.2 ms at 280 units (199 KiB), reading
+the latter 1.7 ms.
 
 Entries are ``marshal`` data (tuples and lists of ints, strings and None:
 loading runs no code), checked field by field: the CU index when the entry is
@@ -18,8 +22,7 @@ removed, never trusted. The entry is rewritten when units are added: at once
 while it holds at most :data:`EAGER_UNITS` (a first run's first tick is saved),
 then at most every :data:`SAVE_INTERVAL_S` (checked as addresses are looked
 up; units added in the last seconds before exit may be lost: they are built
-again next time). Used from one
-thread; nothing here raises.
+again next time). Used from one thread; nothing here raises.
 """
 
 from __future__ import annotations
