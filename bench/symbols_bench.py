@@ -8,6 +8,9 @@
 - first index build (no disk cache) for libc and python3.11, with the debug
   files this machine has;
 - the same two loaded from a warm on-disk cache (a second run of bpftop);
+- inline chains of 30 random libc functions from libc's separate debug file:
+  cold (pyelftools) against cached (a second run: :mod:`bpftop.symbols.dwarf_cache`),
+  and the cost of writing that cache entry with 16 and with 256 units;
 - memory held by the indexes of 50 shared libraries (tracemalloc);
 - loading /proc/kallsyms (root: real addresses), best of 5.
 """
@@ -26,6 +29,8 @@ import tracemalloc
 from collections.abc import Callable
 
 from bpftop.symbols.disk_cache import DiskCache
+from bpftop.symbols.dwarf import DwarfIndex
+from bpftop.symbols.dwarf_cache import EAGER_UNITS, DwarfCache, DwarfEntry
 from bpftop.symbols.elf import ElfIndex
 from bpftop.symbols.elf_cache import ElfCache
 from bpftop.symbols.kallsyms import KernelSymbols
@@ -107,6 +112,65 @@ def warm_disk_ms(paths: list[str]) -> float:
         return _best_ms(load_all)
 
 
+def dwarf_cold_and_cached() -> str | None:
+    """Inline chains of 30 random libc functions (the debug file's DWARF):
+    cold, then from the disk cache; and the entry's write time as it grows."""
+    libc = ElfCache().load(LIBC)
+    if not isinstance(libc, ElfIndex) or not libc.source.startswith("debug:"):
+        return None
+    path = libc.source.removeprefix("debug:")
+    starts, sizes, _names = libc.arrays()
+    rng = random.Random(7)
+    picks = rng.sample([s for s, z in zip(starts, sizes, strict=True) if z > 0], 30)
+    everywhere = rng.sample(starts, 2000)
+    with tempfile.TemporaryDirectory() as folder:
+        built: list[DwarfIndex] = []
+
+        def cold() -> None:
+            dwarf = DwarfIndex(path, DwarfCache(folder) if not built else None)
+            for vaddr in picks:
+                dwarf.inlines(vaddr)
+            dwarf.close()  # saves what the last write left out
+            built.append(dwarf)
+
+        def cached() -> None:
+            dwarf = DwarfIndex(path, DwarfCache(folder))
+            for vaddr in picks:
+                dwarf.inlines(vaddr)
+            assert dwarf.units_built == 0
+
+        cold_ms, cached_ms = _best_ms(cold, 3), _best_ms(cached)
+        units = built[0].units_built
+        writes = []
+        for count in (EAGER_UNITS, 256):
+            cache = DwarfCache(folder)
+            dwarf = DwarfIndex(path, cache)
+            for vaddr in everywhere:
+                if dwarf.units_built + dwarf.units_loaded >= count:
+                    break
+                dwarf.inlines(vaddr)
+            entry = cache.entry(path)
+            assert entry is not None
+
+            def write(entry: DwarfEntry = entry) -> None:
+                entry.dirty = True
+                entry.flush()
+
+            ms = _best_ms(write)
+            size = sum(os.path.getsize(p) for p in glob.glob(os.path.join(folder, "*.dwarf")))
+            writes.append(f"{ms:.2f} ms at {len(entry)} units ({size / 1024:.0f} KiB)")
+
+        def read() -> None:
+            assert DwarfCache(folder).entry(path) is not None
+
+        read_ms = _best_ms(read)
+    return (
+        f"DWARF libc, 30 functions ({units} units): cold {cold_ms:.0f} ms,"
+        f" cached {cached_ms:.1f} ms; entry write {', '.join(writes)};"
+        f" read {read_ms:.2f} ms (the largest)"
+    )
+
+
 def memory_for_libraries(count: int) -> tuple[int, int, float]:
     candidates = sorted(
         (p for p in glob.glob("/usr/lib/x86_64-linux-gnu/*.so*") if os.path.isfile(p)),
@@ -151,6 +215,7 @@ def main() -> int:
     print(
         f"warm disk cache libc+python3.11: {warm_disk_ms([LIBC, PYTHON]):.1f} ms (target <= 50 ms)"
     )
+    print(dwarf_cold_and_cached() or "DWARF: libc has no separate debug file here")
     loaded, functions, mb = memory_for_libraries(50)
     print(f"memory, {loaded} libraries ({functions} functions): {mb:.1f} MB (target <= 100 MB)")
     print(f"kernel symbols (/proc/kallsyms): {_best_ms(_load_kallsyms):.1f} ms")

@@ -7,7 +7,9 @@ file replaced on disk (new inode or mtime) is parsed again. In-memory images
 ``.symtab`` gets its names from its separate debug file when one is found
 (:class:`~bpftop.symbols.debuginfo.DebugFinder`). With a
 :class:`~bpftop.symbols.disk_cache.DiskCache`, indexes of files with a
-build-id are also kept on disk across runs. Used from one thread.
+build-id are also kept on disk across runs, and so is what their DWARF
+answered (:class:`~bpftop.symbols.dwarf_cache.DwarfCache`, in the same folder).
+Used from one thread.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from bpftop.symbols.debuginfo import DebugFinder
 from bpftop.symbols.disk_cache import DiskCache, read_build_id
 from bpftop.symbols.dwarf import DwarfIndex
+from bpftop.symbols.dwarf_cache import DwarfCache
 from bpftop.symbols.elf import ElfError, ElfIndex
 
 DEFAULT_MAX_FILES = 512
@@ -61,9 +64,15 @@ class ElfCache:
         *,
         debug_finder: DebugFinder | None = None,
         disk_cache: DiskCache | None = None,
+        dwarf_cache: DwarfCache | None = None,
     ) -> None:
+        """``dwarf_cache``: where DWARF answers persist (default: the
+        ``disk_cache`` folder's, none without a ``disk_cache``)."""
         self._max_files = max_files
         self.disk_cache = disk_cache
+        if dwarf_cache is None and disk_cache is not None:
+            dwarf_cache = DwarfCache(disk_cache.directory)
+        self.dwarf_cache = dwarf_cache
         self._dwarf: OrderedDict[tuple[str, str], DwarfIndex] = OrderedDict()
         self.debug_finder = debug_finder if debug_finder is not None else DebugFinder()
         self._entries: OrderedDict[CacheKey, Result] = OrderedDict()
@@ -155,7 +164,7 @@ class ElfCache:
             key = (path, index.build_id or "")
             dwarf = self._dwarf.get(key)
             if dwarf is None:
-                dwarf = self._dwarf[key] = DwarfIndex(path)
+                dwarf = self._dwarf[key] = DwarfIndex(path, self.dwarf_cache)
                 if index.build_id and _build_id_at(path) not in (index.build_id, None):
                     dwarf.error = "build-id differs"  # another file now at that path
                 while len(self._dwarf) > DEFAULT_MAX_DWARF_FILES:
