@@ -12,9 +12,10 @@ start and imports included) to:
              and the CPU probe attached
   ready      attached, and the .eh_frame walker has a table for every file
              of the target (UnwindFeed.ready)
-  +copies    ready, plus the walker copies bpftop loads on a probe kind's
-             first use only (kprobe-type and tracepoint-type handlers, native
-             and Python walkers): "every probe kind" in full
+  +copies    ready, plus the walker copies other probe kinds' handlers use
+             (kprobe-type and tracepoint-type, native and Python walkers;
+             verified on a thread from the compile on, bpf/probe_copies.py):
+             "every probe kind" in full
 
 and, beside ready and +copies, bpftop's start-up CPU: the driver process's
 user + system CPU seconds from its exec to that moment (every thread and

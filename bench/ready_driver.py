@@ -11,10 +11,12 @@ polls, every ``POLL_S``, for:
              (``UnwindFeed.ready``: each target current in the walker)
   compiling, compiled   BCC's compile (and load) started, returned
 
-Then it loads what bpftop loads only on a probe kind's first use
+Then it has what a first switch to each other probe kind needs
 (bpf/program.py ``_attach``): the walker's copies for kprobe-type and
 tracepoint-type handlers (bpf/probe_stacks.py) and the Python walker's copies
-(bpf/python_walk.py), timing that as ``copies``. It writes one line of
+(bpf/python_walk.py), which bpftop verifies on a thread from the compile on
+(bpf/probe_copies.py): waiting for those being verified, loading any not
+begun, timing that as ``copies``. It writes one line of
 ``key=CLOCK_MONOTONIC seconds`` to the file named by ``READY_OUT``, with
 ``cpu_key=CPU seconds`` beside each (see :func:`own_cpu_s`), and interrupts
 itself (record then writes its file and exits as on Ctrl-C).
@@ -22,9 +24,8 @@ itself (record then writes its file and exits as on Ctrl-C).
 CPU at a milestone is the process's user + system time since its exec (every
 thread, dead ones too, and reaped children: ``os.times()``; live children's
 from /proc), less what this watcher's polling cost (its own thread's CPU,
-``watch`` below: bpftop does not poll). The copies are loaded on the
-watcher's thread and count, as they would on the collector's. Clock-tick
-(10 ms) resolution.
+``watch`` below: bpftop does not poll). A copy loaded on the watcher's
+thread counts, as it would on the collector's. Clock-tick (10 ms) resolution.
 
     .venv/bin/python -m bench.ready_driver record -p PID -d 60 -o out.folded
 """
@@ -75,20 +76,13 @@ def _collector() -> Any | None:
 
 
 def _load_copies(collector: Any) -> None:
-    """Every probe kind's walker copies, as the first switch to each kind would load them."""
-    import bcc
+    """Every probe kind's walker copies, as the first switch to each kind has
+    them (``CpuSampler._attach``: waits for the ones being verified, loads the rest)."""
+    from bpftop.bpf.probe_copies import AHEAD
 
-    from bpftop.bpf.libbcc import LIBBCC_LOCK
-    from bpftop.bpf.probe_stacks import load_probe_walker
-    from bpftop.bpf.probes import ProbeKind
-
-    sampler = collector._sampler
-    with LIBBCC_LOCK:
-        for kind in (ProbeKind.UPROBE, ProbeKind.TRACEPOINT):
-            if sampler.unwinder is not None:
-                load_probe_walker(sampler._bpf, bcc.BPF, kind)
-            if sampler.python is not None:
-                sampler.python.load_probe_copy(kind, bcc.BPF)
+    copies = collector._sampler._copies
+    for kind in AHEAD if copies is not None else ():
+        copies.ensure(kind)
 
 
 def _watch(out: str) -> None:
