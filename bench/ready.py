@@ -20,9 +20,10 @@ start and imports included) to:
 and, beside ready and +copies, bpftop's start-up CPU: the driver process's
 user + system CPU seconds from its exec to that moment (every thread and
 child; the driver's own polling left out; bench/ready_driver.py), against
-issue 14's goals of 3 CPU-s cold and 1.5 warm. perf's CPU is its command's
-from launch to its first sample (bench.startup's attach: /proc/PID/stat
-polled every 10 ms). Both have clock-tick (10 ms) resolution.
+issue 14's goals of 3 CPU-s cold and 1.5 warm, and at compiling and compiled
+(where it goes). perf's CPU is its command's from launch to its first sample
+(bench.startup's attach: /proc/PID/stat polled every 10 ms). Both have
+clock-tick (10 ms) resolution.
 
 cold: the bench's own unwind-table cache (``BPFTOP_SYMBOL_CACHE_DIR`` under a
 temporary folder; its ``unwind/`` emptied) and ``echo 3 >
@@ -67,6 +68,8 @@ class Ready:
     compiled_s: float | None = None
     cpu_ready_s: float | None = None  # CPU-s from launch to ready
     cpu_copies_s: float | None = None  # ... to +copies
+    cpu_compiling_s: float | None = None  # ... to compiling (imports, checks)
+    cpu_compiled_s: float | None = None  # ... to compiled
     note: str = ""
 
 
@@ -116,16 +119,19 @@ def run_bpftop(target: str, work: Path, cache: Path, extra: list[str]) -> Ready:
     cpu_ready = None
     if ready is not None:  # the CPU when the later of the two was reached
         cpu_ready = float(times["cpu_attached" if ready == attached else "cpu_tables"])
-    cpu_copies = float(times["cpu_copies"]) if "cpu_copies" in times else None
+
+    def cpu(key: str) -> float | None:
+        return float(times[f"cpu_{key}"]) if f"cpu_{key}" in times else None
+
     return Ready(
         attached, ready, since("copies"), since("compiling"), since("compiled"),
-        cpu_ready, cpu_copies, note,
+        cpu_ready, cpu("copies"), cpu("compiling"), cpu("compiled"), note,
     )  # fmt: skip
 
 
 def _brief(r: Ready) -> str:
     keys: tuple[str, ...] = ("compiling_s", "compiled_s", "attached_s", "ready_s", "copies_s")
-    keys += ("cpu_ready_s", "cpu_copies_s")
+    keys += ("cpu_compiling_s", "cpu_compiled_s", "cpu_ready_s", "cpu_copies_s")
     times = " ".join(f"{k[:-2]}={v:.2f}" for k in keys if (v := getattr(r, k)) is not None)
     return f"{times} {r.note}".strip()
 
@@ -181,6 +187,8 @@ def main() -> None:
         print(f"bpftop {phase}: attached  {median([r.attached_s for r in rs])}")
         print(f"bpftop {phase}: ready     {median([r.ready_s for r in rs])} (goal {goal} s)")
         print(f"bpftop {phase}: +copies   {median([r.copies_s for r in rs])}")
+        print(f"bpftop {phase}: CPU start {median([r.cpu_compiling_s for r in rs])} (to compiling)")
+        print(f"bpftop {phase}: CPU comp. {median([r.cpu_compiled_s for r in rs])} (to compiled)")
         print(f"bpftop {phase}: CPU ready {median([r.cpu_ready_s for r in rs])} (goal {cpu_goal})")
         print(f"bpftop {phase}: CPU +cop. {median([r.cpu_copies_s for r in rs])}")
         if ps:
