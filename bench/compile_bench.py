@@ -49,7 +49,7 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
     handlers = [(n, "PERF_EVENT") for n in PERF_HANDLERS]
     handlers += [(n, "KPROBE") for n in PROBE_HANDLERS]
     handlers += [(n, "TRACEPOINT") for n in TRACEPOINT_HANDLERS]
-    walker = [*handlers, (b"unwind_walk", "PERF_EVENT")]  # the probes' copies load on first use
+    walker = [*handlers, (b"unwind_walk", "PERF_EVENT")]  # the probes' copies load apart
     return {
         "trivial": (TRIVIAL, [], [(b"on_cpu_sample", "PERF_EVENT")]),
         "program": (text, cflags, walker),

@@ -12,7 +12,7 @@ tracepoints (``on_tracepoint``, offcpu's ``sched_switch``), each in its own
 array. BCC's ``load_func`` returns the first load of a name whatever type is
 asked, so each copy has its own name.
 
-Owns :func:`load_probe_walker` (on a probe kind's first use),
+Owns :func:`load_probe_walker` (through bpf/probe_copies.py),
 :func:`read_walked` (the weighted probes' walked stacks, kept run-long per
 handler slot in ``uwstacks0/1``, read by id), :func:`weighted_samples` (one
 drain of the weighted counts, with their native, walked and Python stacks),
@@ -50,10 +50,9 @@ _WALKER_OF = {
 def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     """Make sure the walker copy that probe ``kind``'s handlers tail-call is
     loaded and in its array (``program_types``: ``bcc.BPF``, whose attributes
-    name the types). Loaded on first use: each copy takes ~0.5 s to verify, so
-    a run that only samples CPU does not pay for them. Until it is there, the
-    handlers' tail call fails and they use ``bpf_get_stackid``. Returns True
-    when it was loaded now."""
+    name the types): at a kind's first use, or ahead on a thread
+    (bpf/probe_copies.py). Until it is there, the handlers' tail call fails
+    and they use ``bpf_get_stackid``. Returns True when it was loaded now."""
     found = _WALKER_OF.get(kind)
     if found is None or found[0] in bpf.funcs:
         return False

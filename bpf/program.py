@@ -25,12 +25,8 @@ from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, k
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
-from bpftop.bpf.probe_stacks import (
-    clear_weighted,
-    load_probe_walker,
-    walked_share,
-    weighted_samples,
-)
+from bpftop.bpf.probe_copies import ProbeCopies
+from bpftop.bpf.probe_stacks import clear_weighted, walked_share, weighted_samples
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.program_text import (
     PROGRAM_DIR,
@@ -78,16 +74,20 @@ class CpuSampler:
         source: Path = PROGRAM_FILE,
         unwind: str = "fp",
         unwind_rows: int = 1 << 20,
+        copies_ahead: bool = False,
     ) -> None:
         """``probe``: what to attach first (default: profile:hz:``sample_hz``);
         ``system_wide``: every process is a target (-a); ``follow_children``:
         a target's forked children become targets (--children); ``gil_only``:
-        no samples of CPython threads that do not hold the GIL (--gil)."""
+        no samples of CPython threads that do not hold the GIL (--gil); ``copies_ahead``:
+        the walkers' probe copies are verified on a thread from the compile on (probe_copies)."""
         if unwind not in MODES:
             raise ValueError(f"unwind mode {unwind!r} is not one of {sorted(MODES)}")
         self.unwind = unwind
         self.unwinder: Unwinder | None = None  # the .eh_frame walker, once loaded
         self.python: PythonWalker | None = None  # the Python frame walker, once loaded
+        self._copies: ProbeCopies | None = None  # the walkers' copies for probes, once loaded
+        self.copies_ahead = copies_ahead
         self.spec = probe or ProbeSpec(ProbeKind.PROFILE, number=sample_hz)
         self.system_wide = system_wide
         self.follow_children = follow_children
@@ -154,12 +154,15 @@ class CpuSampler:
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
+                walker = self.unwind != "fp" and calls_walker(self.source.read_text())
+                python = calls_python(self.source.read_text())
+                self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.
                 self._load_handlers(bcc)
-                if self.unwind != "fp" and calls_walker(self.source.read_text()):
+                if walker:
                     self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
-                if calls_python(self.source.read_text()):
+                if python:
                     self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
                 self._events = TargetEvents(self._bpf)
             except Exception as exc:
@@ -251,10 +254,8 @@ class CpuSampler:
         return tick
 
     def _attach(self, plan: Plan, slot: int) -> Attachment:
-        if self.unwinder is not None:  # the walker copy this kind's handlers tail-call
-            load_probe_walker(self._bpf, import_bcc().BPF, plan.spec.kind)  # type: ignore[attr-defined]
-        if self.python is not None:  # the Python walker's copy for this kind, if any
-            self.python.load_probe_copy(plan.spec.kind, import_bcc().BPF)  # type: ignore[attr-defined]
+        if self._copies is not None:  # the walkers' copies this kind's handlers tail-call
+            self._copies.ensure(plan.spec.kind)
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)
@@ -345,12 +346,14 @@ class CpuSampler:
     def prog_stats(self) -> ProgStats:
         """Cumulative run time and runs of all our programs (needs run stats on)."""
         total = ProgStats()
-        for fn in self._bpf.funcs.values():
+        for fn in list(self._bpf.funcs.values()):  # the copies' thread may add one
             total += prog_stats(fn.fd)
         return total
 
     def close(self) -> None:
         """Detach every probe and free the program; safe to call twice."""
+        if self._copies is not None:  # none is being verified while the program goes
+            self._copies.stop()
         if self.unwinder is not None:
             self.unwinder.close()
             self.unwinder = None
@@ -379,7 +382,8 @@ class CpuSampler:
         """Samples the kernel saw but could not count: the counts map was full, or
         it skipped a sample handler (another BPF program had that CPU)."""
         total = int(self._bpf[b"drops"].sum(ct.c_int(0)).value)
-        total += sum(missed_runs(f.fd) for n, f in self._bpf.funcs.items() if n not in _NOT_SAMPLES)
+        funcs = list(self._bpf.funcs.items())  # the copies' thread may add one meanwhile
+        total += sum(missed_runs(f.fd) for n, f in funcs if n not in _NOT_SAMPLES)
         delta, self._dropped_seen = total - self._dropped_seen, total
         return delta
 

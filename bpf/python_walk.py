@@ -2,7 +2,7 @@
 
 Owns :class:`PythonWalker` (loads ``python_walk`` into its tail-call slot,
 ``python_walk_kp`` for uprobes, USDT and kprobes and ``python_walk_tp`` for
-tracepoints and offcpu on their first use; describes Python processes to the
+tracepoints and offcpu through bpf/probe_copies.py; describes Python processes to the
 kernel, drains the Python stack store, reads offcpu's run-long one) and
 the values it takes and gives: :class:`PythonProcess` (what the kernel needs
 per process: where the interpreter keeps its thread-state key) and
@@ -92,22 +92,6 @@ class PythonWalker:
         self._bpf = bpf
         self._described: set[int] = set()
 
-    def load_probe_copy(self, kind: ProbeKind, program_types: Any) -> bool:
-        """Load the copy probe ``kind``'s handlers tail-call (a tail call stays
-        within its program type): ``python_walk_kp`` for uprobes, USDT probes
-        and kprobes, ``python_walk_tp`` for tracepoints and offcpu
-        (``program_types``: ``bcc.BPF``, whose attributes name the types). On
-        the first such probe: a run that only samples CPU does not verify
-        them. Until one is loaded its probes have native frames only. True
-        when loaded now."""
-        found = _COPY_OF.get(kind)
-        if found is None or found[0] in self._bpf.funcs:
-            return False
-        name, array, program_type = found
-        walker = self._bpf.load_func(name, getattr(program_types, program_type))
-        self._bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
-        return True
-
     def read_weighted(self, slot: int, stack_ids: Iterable[int]) -> dict[int, PythonStack]:
         """offcpu's Python stacks of ``stack_ids`` in handler slot ``slot``'s
         run-long store. They stay there: a blocked thread's entry may still
@@ -168,6 +152,22 @@ class PythonWalker:
     def counts(self) -> PythonCounts:
         values = [int(self._counts.sum(ct.c_int(i)).value) for i in range(len(COUNT_NAMES))]
         return PythonCounts(*values)
+
+
+def load_probe_copy(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
+    """Load the Python walker's copy probe ``kind``'s handlers tail-call (a tail
+    call stays within its program type): ``python_walk_kp`` for uprobes, USDT
+    probes and kprobes, ``python_walk_tp`` for tracepoints and offcpu
+    (``program_types``: ``bcc.BPF``, whose attributes name the types): at the
+    first such probe, or ahead on a thread (bpf/probe_copies.py). Until one is
+    loaded its probes have native frames only. True when loaded now."""
+    found = _COPY_OF.get(kind)
+    if found is None or found[0] in bpf.funcs:
+        return False
+    name, array, program_type = found
+    walker = bpf.load_func(name, getattr(program_types, program_type))
+    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
+    return True
 
 
 def _weighted_store(slot: int) -> bytes:

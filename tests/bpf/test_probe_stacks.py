@@ -64,7 +64,8 @@ LOADED_AT_START: set[bytes] = set()
 
 
 def test_probe_walkers_load_on_first_use(sampler: CpuSampler) -> None:
-    """CPU sampling does not pay to verify the probes' walker copies."""
+    """Started without ``copies_ahead`` (the collector's way: see
+    test_probe_copies.py), CPU sampling does not verify the probes' walker copies."""
     assert b"unwind_walk" in LOADED_AT_START
     assert not LOADED_AT_START & {name for name, _, _ in PROBE_WALKERS}
 

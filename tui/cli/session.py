@@ -43,6 +43,7 @@ def check(args: argparse.Namespace) -> CpuSampler | None:
         gil_only=getattr(args, "gil", False),
         source=Path(os.environ.get("BPFTOP_BPF_SOURCE", PROGRAM_FILE)),
         unwind=args.unwind,
+        copies_ahead=True,  # a first switch to another probe kind need not verify them
     )
     if args.print_bpf:
         print(sampler.program_text())
