@@ -28,7 +28,7 @@ from typing import Any
 
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
-from bpftop.bpf.python_walk import PythonWalker
+from bpftop.bpf.python_walk import PythonWalker, load_copy
 from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
@@ -53,13 +53,7 @@ def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     name the types): at a kind's first use, or ahead on a thread
     (bpf/probe_copies.py). Until it is there, the handlers' tail call fails
     and they use ``bpf_get_stackid``. Returns True when it was loaded now."""
-    found = _WALKER_OF.get(kind)
-    if found is None or found[0] in bpf.funcs:
-        return False
-    name, array, program_type = found
-    walker = bpf.load_func(name, getattr(program_types, program_type))
-    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
-    return True
+    return load_copy(bpf, program_types, _WALKER_OF.get(kind))
 
 
 def weighted_store(slot: int) -> bytes:

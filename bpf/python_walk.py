@@ -161,10 +161,16 @@ def load_probe_copy(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     (``program_types``: ``bcc.BPF``, whose attributes name the types): at the
     first such probe, or ahead on a thread (bpf/probe_copies.py). Until one is
     loaded its probes have native frames only. True when loaded now."""
-    found = _COPY_OF.get(kind)
-    if found is None or found[0] in bpf.funcs:
+    return load_copy(bpf, program_types, _COPY_OF.get(kind))
+
+
+def load_copy(bpf: Any, program_types: Any, copy: tuple[bytes, bytes, str] | None) -> bool:
+    """Load ``copy`` (a walker's function, the program array its handlers
+    tail-call, the program type's name in ``program_types``) unless it is
+    loaded already, and put it in the array's slot 0. True when loaded now."""
+    if copy is None or copy[0] in bpf.funcs:
         return False
-    name, array, program_type = found
+    name, array, program_type = copy
     walker = bpf.load_func(name, getattr(program_types, program_type))
     bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
     return True

@@ -84,6 +84,18 @@ def read_build_id(stream: IO[bytes]) -> str | None:
     return None
 
 
+def file_key(path: str) -> tuple[str, int] | None:
+    """(build-id, size) of the ELF file at ``path``: the key of the entries
+    here; None when it cannot be read or has no build-id."""
+    try:
+        with open(path, "rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            build_id = read_build_id(stream)
+    except OSError:
+        return None
+    return (build_id, size) if build_id else None
+
+
 def _unpack(fmt: str, data: bytes, at: int) -> int:
     value: int = struct.unpack_from(fmt, data, at)[0]
     return value

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, TypeGuard
 
-from bpftop.symbols.disk_cache import EntryStore, read_build_id
+from bpftop.symbols.disk_cache import EntryStore, file_key, read_build_id
 from bpftop.symbols.dwarf import Inline, InlineFrame, Unit
 
 FORMAT_VERSION = 1
@@ -72,26 +72,20 @@ class DwarfCache:
     def entry(self, path: str) -> DwarfEntry | None:
         """The entry of the file at ``path`` (what is stored of it, maybe nothing
         yet), or None: no cache, no build-id, or the file cannot be read."""
-        if self._store is None:
+        store = self._store
+        key = file_key(path) if store is not None else None
+        if store is None or key is None:
             return None
-        try:
-            with open(path, "rb") as stream:
-                size = os.fstat(stream.fileno()).st_size
-                build_id = read_build_id(stream)
-        except OSError:
-            return None
-        if not build_id:
-            return None
-        key = (build_id, size)
+        build_id, size = key
         found = self._entries.get(key)
         if found is None:
             found = self._entries[key] = DwarfEntry(self, build_id, size)
-            raw = self._store.read(build_id, size)
+            raw = store.read(build_id, size)
             if raw is not None:
                 if found.load(raw):
                     self.hits += 1
                 else:
-                    self._store.remove(build_id, size)
+                    store.remove(build_id, size)
             while len(self._entries) > MAX_OPEN_ENTRIES:
                 self._entries.popitem(last=False)[1].flush()
         self._entries.move_to_end(key)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, read_build_id
+from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, file_key, read_build_id
 from bpftop.symbols.unwind_table import ROW_SIZE, UnwindTable, build_unwind_table
 
 FORMAT_VERSION = 1
@@ -61,13 +61,8 @@ class UnwindCache:
     def stored(self, path: str) -> UnwindTable | None:
         """The table of the ELF file at ``path`` if it is on disk (never builds:
         milliseconds, so a caller can take the cheap ones first)."""
-        try:
-            with open(path, "rb") as stream:
-                size = os.fstat(stream.fileno()).st_size
-                build_id = read_build_id(stream)
-        except OSError:
-            return None
-        return self.get(build_id, size) if build_id else None
+        key = file_key(path)
+        return self.get(*key) if key is not None else None
 
     def get(self, build_id: str, file_size: int) -> UnwindTable | None:
         if self._store is None:

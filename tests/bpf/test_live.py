@@ -30,7 +30,9 @@ async def test_live_view_shows_hot_functions_and_keeps_them_after_exit(workloads
     try:
         async with app.run_test(size=(120, 36)):
             first = await wait_for(app, lambda s: True, 5)
-            assert first.phase is Phase.COMPILING, "the window says so before BCC compiles"
+            # Before BCC compiled: says so, or shows perf_event's samples since launch
+            # (the first early tick comes at once: the two may reach the app as one).
+            assert first.phase is Phase.COMPILING or first.stats.early_samples > 0, first
             # perf_event samples fill the view while BCC compiles ...
             early = await wait_for(app, lambda s: any(h.label == "hot_a" for h in s.hot), 20)
             assert early.stats.early_samples > 0 or early.maps
