@@ -154,8 +154,8 @@ class CpuSampler:
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
-                walker = self.unwind != "fp" and calls_walker(self.source.read_text())
-                python = calls_python(self.source.read_text())
+                source = self.source.read_text()  # which walkers the program calls:
+                walker, python = self.unwind != "fp" and calls_walker(source), calls_python(source)
                 self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)  # type: ignore[attr-defined]
                 # BCC loads programs lazily at attach time; load now, so the
                 # verifier speaks while its log is being captured.

@@ -84,13 +84,19 @@ def read_build_id(stream: IO[bytes]) -> str | None:
     return None
 
 
+def stream_key(stream: IO[bytes]) -> tuple[str | None, int]:
+    """(build-id or None, size) of an open ELF file: the key of the entries
+    here (raises OSError)."""
+    size = os.fstat(stream.fileno()).st_size
+    return read_build_id(stream), size
+
+
 def file_key(path: str) -> tuple[str, int] | None:
-    """(build-id, size) of the ELF file at ``path``: the key of the entries
-    here; None when it cannot be read or has no build-id."""
+    """:func:`stream_key` of the ELF file at ``path``; None when it cannot be
+    read or has no build-id."""
     try:
         with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            build_id = read_build_id(stream)
+            build_id, size = stream_key(stream)
     except OSError:
         return None
     return (build_id, size) if build_id else None

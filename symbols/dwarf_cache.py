@@ -28,13 +28,12 @@ again next time). Used from one thread; nothing here raises.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, TypeGuard
 
-from bpftop.symbols.disk_cache import EntryStore, file_key, read_build_id
+from bpftop.symbols.disk_cache import EntryStore, file_key, stream_key
 from bpftop.symbols.dwarf import Inline, InlineFrame, Unit
 
 FORMAT_VERSION = 1
@@ -119,10 +118,9 @@ class DwarfEntry:
     def describes(self, stream: IO[bytes]) -> bool:
         """True when the open file is the one this entry is about."""
         try:
-            size = os.fstat(stream.fileno()).st_size
+            return stream_key(stream) == (self.build_id, self.size)
         except OSError:
             return False
-        return size == self.size and read_build_id(stream) == self.build_id
 
     def load(self, raw: Any) -> bool:
         """Take a stored value; False (nothing taken) when it is not a valid entry."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, file_key, read_build_id
+from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, file_key, stream_key
 from bpftop.symbols.unwind_table import ROW_SIZE, UnwindTable, build_unwind_table
 
 FORMAT_VERSION = 1
@@ -45,8 +45,7 @@ class UnwindCache:
         """The table of the ELF file at ``path``: from disk if stored, else built."""
         try:
             with open(path, "rb") as stream:
-                size = os.fstat(stream.fileno()).st_size
-                build_id = read_build_id(stream)
+                build_id, size = stream_key(stream)
                 found = self.get(build_id, size) if build_id else None
                 if found is not None:
                     return found
