@@ -21,8 +21,8 @@ from types import FrameType
 import psutil
 
 from bpftop.bpf.environment import check_privileges, ensure_tracefs, import_bcc
-from bpftop.bpf.errors import NoSuchProcessError, UsageError
-from bpftop.bpf.probes import parse_spec
+from bpftop.bpf.errors import BccMissingError, NoSuchProcessError, UsageError
+from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.program_text import PROGRAM_FILE
 from bpftop.bpf.resolve import check_up_front
@@ -65,9 +65,21 @@ def check(args: argparse.Namespace) -> CpuSampler | None:
                 file=sys.stderr,
             )
     check_privileges()
-    import_bcc()
+    _bcc_or_perf_event(sampler, args)
     _check_probe(sampler, args)
     return sampler
+
+
+def _bcc_or_perf_event(sampler: CpuSampler, args: argparse.Namespace) -> None:
+    """BCC's bindings, or CPU sampling over perf_event alone: the compile's own
+    import then fails the same way, and the collector samples on without BPF and
+    says why (as when the verifier refuses the program). Other probes need BPF;
+    --no-early (which --gil implies) asks for BPF's samples only."""
+    try:
+        import_bcc()
+    except BccMissingError:
+        if getattr(args, "no_early", False) or sampler.spec.kind is not ProbeKind.PROFILE:
+            raise
 
 
 def _check_probe(sampler: CpuSampler, args: argparse.Namespace) -> None:

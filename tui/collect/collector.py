@@ -16,22 +16,24 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
-from bpftop.tui.collect.counters import CollectionCounters, OverheadMeter
+from bpftop.tui.collect.counters import OverheadMeter
 from bpftop.tui.collect.early import (
     FIRST_TICK_S,
     BackgroundLoad,
     EarlyFeed,
     Qualities,
     bpf_qualities,
+    early_feed,
     next_deadline,
 )
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
@@ -181,10 +183,11 @@ class Collector:
             self._stacks.python.check_early(self._targets)  # a refused Python: said now
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
-                ended = self._loop(lambda: self._absorb(*feed.tick(self._stop_ns)), self._loading)
+                ended = self._loop(partial(self._absorb_early, feed), self._loading)
             if ended is None:
                 self._loading.wait()
                 if self._loading.error is not None:
+                    feed = feed or self._start_early(bpf_failed=True)
                     ended = self._without_bpf(feed, self._loading.error)
                 else:
                     self._start_bpf(feed)
@@ -207,17 +210,15 @@ class Collector:
             self._close_sampler()
             self.finished.set()
 
-    def _start_early(self) -> EarlyFeed | None:
-        """Sample with perf_event_open while BCC compiles (CPU sampling only)."""
-        spec = self._sampler.spec
+    def _start_early(self, bpf_failed: bool = False) -> EarlyFeed | None:
+        """perf_event samples while BCC compiles, or once BPF failed (a held command: only then)."""
         perf, self._early_perf = self._early_perf, None
-        if not self._early_sampling or spec.kind is not ProbeKind.PROFILE or self._launched:
-            if perf is not None:  # a launched command is held until BPF is attached
-                perf.close()
-            return None
-        if perf is not None:
-            return EarlyFeed(perf)
-        return EarlyFeed.start(spec.number, self._targets, not self._targets)[0]
+        wanted = self._early_sampling and (bpf_failed or self._launched is None)
+        feed = early_feed(perf, self._sampler.spec, self._targets, wanted)
+        if feed is not None and bpf_failed and self._launched is not None:
+            release(self._launched, held_at_exec=False)  # it runs on from its exec
+            self._on_exec(self.pid)
+        return feed
 
     def _start_bpf(self, feed: EarlyFeed | None) -> None:
         """BPF is loaded: attach it, and hand over from the early sampler."""
@@ -243,7 +244,7 @@ class Collector:
         self.bpf_problem = str(error)
         self._note = f"perf_event only, BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._note)
-        return bool(self._loop(lambda: self._absorb(*feed.tick(self._stop_ns))))
+        return bool(self._loop(partial(self._absorb_early, feed)))
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
@@ -303,9 +304,7 @@ class Collector:
     def _profile(self) -> TimedProfile:
         return self._probes.active.profile
 
-    @property
-    def _stats(self) -> CollectionCounters:
-        return self._probes.active.counters
+    _stats = property(lambda self: self._probes.active.counters)  # a CollectionCounters
 
     def _apply_requests(self) -> None:
         requested = self._probe_request.take()
@@ -344,8 +343,8 @@ class Collector:
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
 
-    def _label(self, tgid: int) -> str:
-        return self._process.name if tgid == self.pid else self._labels.name(tgid)
+    def _absorb_early(self, feed: EarlyFeed) -> None:
+        self._absorb(*feed.tick(self._stop_ns))
 
     def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
         for tgid in tick.execs:
@@ -356,13 +355,13 @@ class Collector:
         self._threads.note(tick)
         active = self._probes.active
         for sample in tick.samples:
-            active.add(self._label(sample.tgid), self._stacks.lookup(sample), sample, self.headless)
+            tgid = sample.tgid
+            label = self._process.name if tgid == self.pid else self._labels.name(tgid)
+            active.add(label, self._stacks.lookup(sample), sample, self.headless)
         self._profile.end_tick(tick.interval_s)
-        self._stats.add(tick, self._bpf_quality(tick) if qualities is None else qualities)
+        walker = getattr(self._sampler, "unwinder", None) is not None  # made BPF's user stacks
+        self._stats.add(tick, bpf_qualities(tick, walker) if qualities is None else qualities)
         active.events += tick.total_samples
-
-    def _bpf_quality(self, tick: RawTick) -> Qualities:  # how its BPF user stacks were made
-        return bpf_qualities(tick, getattr(self._sampler, "unwinder", None) is not None)
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1

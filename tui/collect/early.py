@@ -15,10 +15,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
+from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
 from bpftop.tui.collect.niceness import Yielding
@@ -46,6 +47,21 @@ def bpf_qualities(tick: RawTick, walker: bool) -> Qualities:
     read = sum(s.count for s in tick.samples if not s.user_error)
     no_regs = max(0, read - tick.walked_samples)
     return {BPF_WALKER: tick.total_samples - no_regs, BPF_NO_USER_REGS: no_regs}
+
+
+def early_feed(
+    perf: PerfSampler | None, spec: ProbeSpec, targets: Sequence[int], wanted: bool
+) -> EarlyFeed | None:
+    """perf_event sampling for CPU sampling (``spec``) when ``wanted``: ``perf``,
+    the sampler the CLI started, taken over, or one started now (None: ``perf``
+    closed, or it cannot open: BPF's load then says why)."""
+    if not wanted or spec.kind is not ProbeKind.PROFILE:
+        if perf is not None:
+            perf.close()
+        return None
+    if perf is not None:
+        return EarlyFeed(perf)
+    return EarlyFeed.start(spec.number, targets, not targets)[0]
 
 
 class EarlyFeed:

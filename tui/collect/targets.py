@@ -77,14 +77,15 @@ def _dies_with(parent: int) -> Callable[[], None]:
     return hook
 
 
-def release(proc: subprocess.Popen[bytes]) -> None:
-    """Continue a held command until it has exec'd and stopped again (the BPF
-    program stops it right after the exec: ``CpuSampler.hold_at_exec``)."""
+def release(proc: subprocess.Popen[bytes], *, held_at_exec: bool = True) -> None:
+    """Continue a held command until it has exec'd and, ``held_at_exec``, stopped
+    again (the BPF program stops it right after the exec: ``CpuSampler.hold_at_exec``;
+    without BPF it runs on from its exec)."""
     shell = _exe(proc.pid)
     os.kill(proc.pid, signal.SIGCONT)
     deadline = time.monotonic() + EXEC_WAIT_S
     while time.monotonic() < deadline and proc.poll() is None:
-        if _exe(proc.pid) != shell and _state(proc.pid) == "T":
+        if _exe(proc.pid) != shell and (not held_at_exec or _state(proc.pid) == "T"):
             return
         time.sleep(0.0005)
 
