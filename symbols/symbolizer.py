@@ -10,10 +10,10 @@ kernel symbol table (loaded lazily, once). Nothing here raises for bad input.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Sequence
 
+from bpftop.symbols import kallsyms
 from bpftop.symbols.disk_cache import DiskCache, default_cache_dir
 from bpftop.symbols.elf_cache import ElfCache
 from bpftop.symbols.frame import Frame
@@ -56,8 +56,8 @@ class Symbolizer:
         when ``elf_cache`` is given. ``inline_frames``: expand addresses in
         inlined code into their inline chains (see :meth:`user_frames`).
         ``prefetch_kernel``: start reading the kernel symbol table now, on a
-        thread: the kernel takes ~40 ms to write /proc/kallsyms and holds no GIL
-        of ours meanwhile, so the live view's first tick need not wait for it."""
+        thread (or take the read :func:`~bpftop.symbols.kallsyms.read_ahead`
+        started), so the first tick need not wait for it."""
         self.inline_frames = inline_frames
         if elf_cache is None:
             directory = symbol_cache_dir or default_cache_dir()
@@ -71,12 +71,7 @@ class Symbolizer:
         self._processes: dict[int, ProcessSymbolizer] = {}
         self._parents: dict[int, int] = {}  # forked child -> parent (see adopt)
         self._kernel: KernelSymbols | None = None
-        self._kernel_reader: threading.Thread | None = None  # prefetch_kernel
-        if prefetch_kernel:
-            self._kernel_reader = threading.Thread(
-                target=self._read_kernel_symbols, name="bpftop-kallsyms", daemon=True
-            )
-            self._kernel_reader.start()
+        self._kernel_reading = kallsyms.reading(kallsyms_path) if prefetch_kernel else None
         self._kernel_frames: dict[tuple[int, bool], Frame] = {}
 
     def prepare(self, pid: int, *, preload: bool = False) -> ProcessSymbolizer:
@@ -170,18 +165,13 @@ class Symbolizer:
         self._processes.pop(pid, None)
         self._parents.pop(pid, None)
 
-    def _read_kernel_symbols(self) -> None:
-        self._kernel = KernelSymbols.load(self._kallsyms_path)
-
     @property
     def kernel_symbols(self) -> KernelSymbols:
         """The kernel symbol table, read on first use (or prefetched)."""
-        if self._kernel_reader is not None:
-            self._kernel_reader.join()
-            self._kernel_reader = None
-        if self._kernel is None:  # not prefetched, or the prefetch failed
-            self._read_kernel_symbols()
-        assert self._kernel is not None
+        if self._kernel is None:
+            reading, self._kernel_reading = self._kernel_reading, None
+            path = self._kallsyms_path
+            self._kernel = reading.result() if reading is not None else KernelSymbols.load(path)
         return self._kernel
 
     def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bpftop.symbols import kallsyms
 from bpftop.symbols.frame import Unresolved
-from bpftop.symbols.kallsyms import KernelSymbols, _fixed_width
+from bpftop.symbols.kallsyms import KernelSymbols, _fixed_width, read_ahead
 from bpftop.symbols.symbolizer import Symbolizer
 
 FAKE = """\
@@ -139,10 +140,28 @@ def test_a_prefetched_kernel_table_is_read_before_its_first_use(tmp_path: Path) 
     path = tmp_path / "kallsyms"
     path.write_text("ffffffff81000000 T _stext\nffffffff81000100 t do_thing\n")
     prefetched = Symbolizer(kallsyms_path=str(path), prefetch_kernel=True)
-    reader = prefetched._kernel_reader
-    assert reader is not None and reader.name == "bpftop-kallsyms"
-    reader.join()
+    reading = prefetched._kernel_reading
+    assert reading is not None and reading.thread.name == "bpftop-kallsyms"
+    reading.thread.join()
     path.unlink()  # gone before the first use: the table was read on the thread
     assert [f.label for f in prefetched.kernel_frames([0xFFFFFFFF81000110])] == ["do_thing"]
     missing = Symbolizer(kallsyms_path=str(tmp_path / "none"), prefetch_kernel=True)
     assert missing.kernel_symbols.hidden, "unreadable: hidden, as when read on first use"
+
+
+def test_a_read_ahead_is_taken_by_the_next_symbolizer_once(tmp_path: Path) -> None:
+    """``read_ahead`` at launch: the next prefetching Symbolizer takes that read
+    (the file may be gone by then), the one after reads again."""
+    path = tmp_path / "kallsyms"
+    path.write_text("ffffffff81000000 T _stext\nffffffff81000100 t do_thing\n")
+    read_ahead(str(path))
+    read_ahead(str(path))  # one read per path until it is taken
+    started = kallsyms._AHEAD[str(path)]
+    started.thread.join()
+    path.write_text("ffffffff81000000 T _stext\nffffffff81000100 t other_thing\n")
+    first = Symbolizer(kallsyms_path=str(path), prefetch_kernel=True)
+    assert first._kernel_reading is started
+    assert [f.label for f in first.kernel_frames([0xFFFFFFFF81000110])] == ["do_thing"]
+    second = Symbolizer(kallsyms_path=str(path), prefetch_kernel=True)
+    assert [f.label for f in second.kernel_frames([0xFFFFFFFF81000110])] == ["other_thing"]
+    assert str(path) not in kallsyms._AHEAD

@@ -44,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bpftop.tui.collect.process_watch import map_large_blocks
 
         map_large_blocks()  # before the first tick's big, short-lived arrays
+        if parsed.early_perf is not None:  # the first tick symbolizes the samples since:
+            from bpftop.symbols.kallsyms import read_ahead  # (numpy's import, needed anyway)
+
+            read_ahead()  # the kernel's symbol table, read while the rest is imported
         try:
             if recording:
                 from bpftop.tui.cli.record import run_record
