@@ -12,7 +12,7 @@ from bpftop.tui.app.header import header_text
 from bpftop.tui.collect.counters import CollectionCounters
 from bpftop.tui.collect.early import BPF_FP, EarlyFeed
 from bpftop.tui.collect.early_stacks import EARLY_FP, EarlyStacks
-from bpftop.tui.views.diagnostics import counters_table
+from bpftop.tui.views.diagnostics import counters_table, verdict
 from tests.tui.demo_fixture import demo_snapshot
 
 
@@ -105,3 +105,16 @@ def test_header_and_diagnostics_name_the_qualities_only_when_early_samples_exist
     rows = counters_table(mixed).columns[0]._cells
     assert f"user stacks by {EARLY_FP}" in rows and f"user stacks by {BPF_FP}" in rows
     assert not any("user stacks by" in str(c) for c in counters_table(plain).columns[0]._cells)
+
+
+def test_bpf_that_could_not_load_is_said_early_in_the_header_and_in_diagnostics() -> None:
+    """An 80-column header cuts the line's end, where the collector's message is:
+    "perf_event only" comes right after the phase, the reason in Diagnostics."""
+    plain = demo_snapshot()
+    problem = "cannot import BCC's Python bindings (no bcc) (apt-get install python3-bpfcc)"
+    failed = replace(plain, bpf_problem=problem, message="BPF failed: cannot import BCC")
+    line = header_text(failed, False, 1.0).plain.splitlines()[1]
+    assert "perf_event only" in line[:30] and line.endswith("BPF failed: cannot import BCC")
+    assert "perf_event only" not in header_text(plain, False, 1.0).plain
+    assert f"BPF could not load, perf_event samples only: {problem}" in verdict(failed).plain
+    assert "BPF could not load" not in verdict(plain).plain

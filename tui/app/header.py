@@ -198,6 +198,8 @@ def _append_phase(text: Text, snapshot: Snapshot) -> None:
         text.append(f"● {phase.value}", "bold green")
     else:
         text.append(f"○ {phase.value}", "bold")
+    if snapshot.bpf_problem:  # why: at the line's end, and in Diagnostics
+        text.append("  perf_event only", "bold yellow")
 
 
 def placeholder_text(snapshot: Snapshot | None) -> str:

@@ -242,7 +242,7 @@ class Collector:
         if feed is None or not feed.running or not isinstance(error, BpftopError):
             raise error
         self.bpf_problem = str(error)
-        self._note = f"perf_event only, BPF failed: {error.message}"
+        self._note = f"BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._note)
         return bool(self._loop(partial(self._absorb_early, feed)))
 
@@ -391,6 +391,7 @@ class Collector:
             probe_message=self._probe_message,
             unwind=self._sampler.unwind_state() if diag else None,
             python=self._sampler.python_counts() if diag else None,
+            bpf_problem=self.bpf_problem,
         )
         self.last = snap
         self._on_snapshot(snap)

@@ -272,3 +272,4 @@ class Snapshot:
     probe_message: str = ""  # the last probe switch: done, or why it was rejected
     unwind: UnwindState | None = None  # the .eh_frame walker's tables (None: no walker)
     python: PythonCounts | None = None  # what the Python frame walker did (None: none)
+    bpf_problem: str = ""  # why BPF could not load: every sample is perf_event's

@@ -34,6 +34,8 @@ def verdict(snapshot: Snapshot) -> Text:
     stats = snapshot.stats
     total = max(1, stats.total_samples)
     problems: list[str] = []
+    if snapshot.bpf_problem:
+        problems.append(f"BPF could not load, perf_event samples only: {snapshot.bpf_problem}")
     if stats.lost_events:
         problems.append(f"{stats.lost_events:,} perf-buffer events lost")
     if stats.dropped_samples:
