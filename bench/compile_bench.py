@@ -9,7 +9,9 @@ appended: ``--unwind auto``, the default); ``no-walker``, the program as
 ``--unwind fp`` compiles it (the walker's hook stubbed out); and
 ``+perf-include``, the whole program with ``#include
 <uapi/linux/bpf_perf_event.h>`` put back in front (what it cost before the
-program defined ``struct bpf_perf_event_data`` itself). After each compile,
+program defined ``struct bpf_perf_event_data`` itself), and ``+debug-info``,
+the whole program without ``-g0`` (with the BTF BCC asks for; see
+bpftop.bpf.program_text.compiler_flags). After each compile,
 every program in it is loaded (verified) and that is timed apart. Rounds are
 interleaved so that a busy machine slows every variant alike; the medians are
 printed at the end. Compiles are also timed in CPU seconds of this process
@@ -55,6 +57,7 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
         "program": (text, cflags, walker),
         "no-walker": (fp_text, fp_cflags, handlers),
         "+perf-include": (PERF_INCLUDE + text, cflags, walker),
+        "+debug-info": (text, [f for f in cflags if f != "-g0"], walker),
     }
 
 

@@ -29,10 +29,10 @@ from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import clear_weighted, walked_share, weighted_samples
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.program_text import (
-    PROGRAM_DIR,
     PROGRAM_FILE,
     calls_python,
     calls_walker,
+    compiler_flags,
     load_error,
     source_text,
 )
@@ -139,9 +139,7 @@ class CpuSampler:
 
     def compile_inputs(self) -> tuple[str, list[str]]:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
-        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
-        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
-        return source_text(self.source, self.unwind), cflags
+        return source_text(self.source, self.unwind), compiler_flags(self.defines)
 
     def load(self) -> None:
         """Compile and load (~1.1 s of CPU: bench/compile_bench.py); raises BpfLoadError."""
