@@ -29,6 +29,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
+from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.program import CpuSampler
 
 TRIVIAL = """
@@ -73,7 +74,7 @@ def measure(
 ) -> tuple[float, float, float]:
     """(compile wall s, compile CPU s, load wall s) of one program."""
     bcc: Any = import_bcc()
-    with kernel_source(choose_headers()):
+    with kernel_source(choose_headers()), kallsyms_stub():
         compile_s, cpu_s, bpf = timed(lambda: bcc.BPF(text=text.encode(), cflags=cflags))
     try:
         load_s, _, _ = timed(

@@ -22,6 +22,7 @@ from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
+from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
@@ -151,7 +152,8 @@ class CpuSampler:
         failure: Exception | None = None
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
+                with kallsyms_stub():  # BCC's own read of every kernel symbol, spared
+                    self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 source = self.source.read_text()  # which walkers the program calls:
                 walker, python = self.unwind != "fp" and calls_walker(source), calls_python(source)
                 self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)  # type: ignore[attr-defined]
