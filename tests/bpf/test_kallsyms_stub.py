@@ -8,6 +8,7 @@ import ctypes
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
 from bpftop.bpf.kallsyms_stub import STUB, has_helpers, kallsyms_stub
@@ -22,7 +23,7 @@ def _lines() -> int:
 
 
 def test_only_the_thread_in_the_block_sees_the_stub(tmp_path: Path) -> None:
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     inside, done = threading.Event(), threading.Event()
 
     def compiling() -> None:
@@ -41,7 +42,7 @@ def test_only_the_thread_in_the_block_sees_the_stub(tmp_path: Path) -> None:
     done.set()
     thread.join()
     assert seen["moved"] is True and seen["stub"] == STUB
-    assert others > REAL_LINES and seen["after"] == others
+    assert others > REAL_LINES and seen["after"] > REAL_LINES  # (BPF programs come and go)
     assert cwd == seen["cwd"] == str(tmp_path)
     assert "kallsyms" not in Path("/proc/self/mountinfo").read_text()
 
