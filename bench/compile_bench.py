@@ -9,7 +9,9 @@ appended: ``--unwind auto``, the default); ``no-walker``, the program as
 ``--unwind fp`` compiles it (the walker's hook stubbed out); and
 ``+perf-include``, the whole program with ``#include
 <uapi/linux/bpf_perf_event.h>`` put back in front (what it cost before the
-program defined ``struct bpf_perf_event_data`` itself). After each compile,
+program defined ``struct bpf_perf_event_data`` itself), and ``+debug-info``,
+the whole program without ``-g0`` (with the BTF BCC asks for; see
+bpftop.bpf.program_text.compiler_flags). After each compile,
 every program in it is loaded (verified) and that is timed apart. Rounds are
 interleaved so that a busy machine slows every variant alike; the medians are
 printed at the end. Compiles are also timed in CPU seconds of this process
@@ -27,6 +29,7 @@ from typing import Any
 
 from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
+from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.program import CpuSampler
 
 TRIVIAL = """
@@ -55,6 +58,7 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
         "program": (text, cflags, walker),
         "no-walker": (fp_text, fp_cflags, handlers),
         "+perf-include": (PERF_INCLUDE + text, cflags, walker),
+        "+debug-info": (text, [f for f in cflags if f != "-g0"], walker),
     }
 
 
@@ -70,7 +74,7 @@ def measure(
 ) -> tuple[float, float, float]:
     """(compile wall s, compile CPU s, load wall s) of one program."""
     bcc: Any = import_bcc()
-    with kernel_source(choose_headers()):
+    with kernel_source(choose_headers()), kallsyms_stub():
         compile_s, cpu_s, bpf = timed(lambda: bcc.BPF(text=text.encode(), cflags=cflags))
     try:
         load_s, _, _ = timed(

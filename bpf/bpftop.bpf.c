@@ -121,7 +121,8 @@ static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_n
  * loaded once per program type, each copy with its own array: perf events
  * (unwind_walk), kprobe-type programs (uprobes, uretprobes, USDT, kprobes:
  * unwind_walk_kp) and tracepoints (on_tracepoint, sched_switch:
- * unwind_walk_tp). Where the user registers come from: the perf sample's or
+ * unwind_walk_tp; the copies are unwind_walk's instructions retargeted,
+ * bpf/walker_copies.py). Where the user registers come from: the perf sample's or
  * the uprobe's pt_regs when they are user mode, else the task's saved user
  * registers (bpf_task_pt_regs). */
 #define CTX_PERF 0       /* struct bpf_perf_event_data */

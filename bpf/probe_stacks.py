@@ -9,8 +9,8 @@ type that calls it: ``unwind_walk`` for perf events (by
 :class:`~bpftop.bpf.unwinder.Unwinder`), ``unwind_walk_kp`` for kprobe-type
 programs (uprobes, uretprobes, USDT, kprobes) and ``unwind_walk_tp`` for
 tracepoints (``on_tracepoint``, offcpu's ``sched_switch``), each in its own
-array. BCC's ``load_func`` returns the first load of a name whatever type is
-asked, so each copy has its own name.
+array and under its own name; the copies are made from ``unwind_walk``'s
+instructions (bpf/walker_copies.py), not compiled apart.
 
 Owns :func:`load_probe_walker` (through bpf/probe_copies.py),
 :func:`read_walked` (the weighted probes' walked stacks, kept run-long per
@@ -28,9 +28,10 @@ from typing import Any
 
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
-from bpftop.bpf.python_walk import PythonWalker, load_copy
+from bpftop.bpf.python_walk import PythonWalker
 from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
+from bpftop.bpf.walker_copies import load_walker_copy
 
 # (function, its prog array, BCC's program type attribute)
 KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")
@@ -53,7 +54,13 @@ def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     name the types): at a kind's first use, or ahead on a thread
     (bpf/probe_copies.py). Until it is there, the handlers' tail call fails
     and they use ``bpf_get_stackid``. Returns True when it was loaded now."""
-    return load_copy(bpf, program_types, _WALKER_OF.get(kind))
+    copy = _WALKER_OF.get(kind)
+    if copy is None or copy[0] in bpf.funcs:
+        return False
+    name, array, program_type = copy
+    walker = load_walker_copy(bpf, program_types, name, array, program_type)
+    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
+    return True
 
 
 def weighted_store(slot: int) -> bytes:

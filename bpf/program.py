@@ -22,6 +22,7 @@ from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
+from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
@@ -29,10 +30,10 @@ from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import clear_weighted, walked_share, weighted_samples
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.program_text import (
-    PROGRAM_DIR,
     PROGRAM_FILE,
     calls_python,
     calls_walker,
+    compiler_flags,
     load_error,
     source_text,
 )
@@ -139,9 +140,7 @@ class CpuSampler:
 
     def compile_inputs(self) -> tuple[str, list[str]]:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
-        cflags = [f"-D{k}={v}" for k, v in self.defines.items()]
-        cflags += [f"-I{PROGRAM_DIR}", "-Wno-macro-redefined"]
-        return source_text(self.source, self.unwind), cflags
+        return source_text(self.source, self.unwind), compiler_flags(self.defines)
 
     def load(self) -> None:
         """Compile and load (~1.1 s of CPU: bench/compile_bench.py); raises BpfLoadError."""
@@ -153,7 +152,8 @@ class CpuSampler:
         failure: Exception | None = None
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
-                self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
+                with kallsyms_stub():  # BCC's own read of every kernel symbol, spared
+                    self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
                 source = self.source.read_text()  # which walkers the program calls:
                 walker, python = self.unwind != "fp" and calls_walker(source), calls_python(source)
                 self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ finds programs only in its main file. A test's own program may call neither.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from bpftop.bpf.capture import first_useful_line
@@ -39,6 +40,19 @@ def source_text(source: Path, unwind: str) -> str:
     if calls_python(text):
         text = f"{text}\n/* {PYTHON_FILE.name} */\n{PYTHON_FILE.read_text()}"
     return text
+
+
+def compiler_flags(defines: Mapping[str, int]) -> list[str]:
+    """The flags BCC is given besides its own: the -D defines, the program's
+    folder for its header, and ``-g0``. BCC puts ``-g`` before these (for the
+    program's BTF); ``-g0`` takes it back. Nothing reads that BTF (maps are read
+    through BCC's own type descriptions, kernel fields are located from the
+    kernel's BTF: bpf/btf.py); without it the compile makes no debug info and
+    no BTF of it: 1.13 -> 0.96 CPU-s a compile (medians of 8 interleaved
+    compiles in one process; bench.compile_bench's ``+debug-info``). What is
+    lost: source lines in a refused load's verifier log."""
+    flags = [f"-D{k}={v}" for k, v in defines.items()]
+    return [*flags, f"-I{PROGRAM_DIR}", "-Wno-macro-redefined", "-g0"]
 
 
 def load_error(exc: Exception, log: str) -> BpfLoadError:

@@ -9,7 +9,8 @@
  * uretprobe's return) and unwind_blocked() (offcpu). Unless the mode is "fp",
  * a hook stores what the walk is for and the user registers in a per-CPU
  * scratch slot and tail-calls the walker of its program type (unwind_walk,
- * unwind_walk_kp, unwind_walk_tp: a tail call stays within one type), which
+ * or its copies unwind_walk_kp, unwind_walk_tp: a tail call stays within one
+ * type; the copies are made from unwind_walk's instructions), which
  * walks UNWIND_FRAMES_PER_CALL frames and tail-calls
  * itself until the stack ends or UNWIND_MAX_FRAMES are taken (a plain bounded
  * loop costs ~13k verified instructions per frame, so it hits the verifier's
@@ -391,9 +392,11 @@ static __always_inline int unwind_frames(struct unwind_state *st) {
     return 0;
 }
 
-/* The walker, once per program type (a tail call stays within its type):
- * walk, go on in a new tail call of itself, finish when the stack ends (or
- * when the tail call failed: keep what was walked). */
+/* The walker: walk, go on in a new tail call of itself, finish when the
+ * stack ends (or when the tail call failed: keep what was walked). Compiled
+ * once: its copies for kprobe-type and tracepoint-type programs (a tail call
+ * stays within its type) are these instructions with unwind_progs swapped
+ * for unwind_progs_kp / unwind_progs_tp (bpf/walker_copies.py). */
 int unwind_walk(void *ctx) {
     u32 zero = 0;
     struct unwind_state *st = unwind_scratch.lookup(&zero);
@@ -401,26 +404,6 @@ int unwind_walk(void *ctx) {
         return 0;
     if (!unwind_frames(st))
         unwind_progs.call(ctx, 0);
-    unwind_finish(st);
-    return 0;
-}
-int unwind_walk_kp(void *ctx) {
-    u32 zero = 0;
-    struct unwind_state *st = unwind_scratch.lookup(&zero);
-    if (!st)
-        return 0;
-    if (!unwind_frames(st))
-        unwind_progs_kp.call(ctx, 0);
-    unwind_finish(st);
-    return 0;
-}
-int unwind_walk_tp(void *ctx) {
-    u32 zero = 0;
-    struct unwind_state *st = unwind_scratch.lookup(&zero);
-    if (!st)
-        return 0;
-    if (!unwind_frames(st))
-        unwind_progs_tp.call(ctx, 0);
     unwind_finish(st);
     return 0;
 }

@@ -8,6 +8,7 @@ the kernel-thread check) cost ~0.08 s of launch -> first sample.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -21,3 +22,19 @@ def test_the_command_module_imports_nothing_heavy() -> None:
     ).stdout.split()  # fmt: skip
     assert "bpftop.tui.cli.pid_checks" in listed, "the kernel-thread check is there"
     assert [name for name in HEAVY if name in listed] == []
+
+
+def test_numpy_starts_no_blas_threads_and_leaves_no_variable() -> None:
+    """numpy's OpenBLAS would start a spinning worker thread per core at import."""
+    code = (
+        "import os\n"
+        "from bpftop.tui.cli.main import import_numpy_quietly\n"
+        "import_numpy_quietly()\n"
+        "import numpy\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout.split()
+    assert out == ["1", "None"]

@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parsed.early_perf = open_early(parsed)
         # When the first samples were taken: record's -d counts from here.
         parsed.early_since = (time.monotonic(), time.time_ns()) if parsed.early_perf else None
+        import_numpy_quietly()
         from bpftop.tui.collect.process_watch import map_large_blocks
 
         map_large_blocks()  # before the first tick's big, short-lived arrays
@@ -70,3 +71,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = log_exception("internal error", exc)
         print(f"bpftop: internal error: {exc!r} ({where}; please report it)", file=sys.stderr)
         return InternalError.exit_code
+
+
+def import_numpy_quietly() -> None:
+    """Import numpy with its OpenBLAS told to use one thread. Else it starts a
+    worker thread per core at import, which spins ~0.05 CPU-s of every start
+    (bpftop does no BLAS work). The variable is gone again afterwards, so a
+    command bpftop starts (-- COMMAND) does not inherit it."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
