@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         map_large_blocks()  # before the first tick's big, short-lived arrays
         if parsed.early_perf is not None:  # the first tick symbolizes the samples since:
-            from bpftop.symbols.kallsyms import read_ahead  # (numpy's import, needed anyway)
+            from bpftop.symbols.kallsyms import read_ahead
 
             read_ahead()  # the kernel's symbol table, read while the rest is imported
         try:
