@@ -11,6 +11,7 @@ outside every mapping (dlopen); and caches a frame per address.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable, Sequence
 
@@ -90,7 +91,9 @@ class ProcessSymbolizer:
         self._file_ids: dict[MapEntry, FileId] = {}
         self._indexes: dict[MapEntry, IndexResult] = {}
         self._frames: dict[tuple[int, bool], Frame] = {}
-        self._chains: dict[tuple[int, bool], tuple[Frame, ...]] = {}
+        # Chains by address, [0] return addresses, [1] innermost ones: a stack's
+        # return addresses are looked up in C (``symbolize``), without a key tuple each.
+        self._chains: tuple[dict[int, tuple[Frame, ...]], ...] = ({}, {})
         self._lines: dict[tuple[int, bool], tuple[SourceLine | None, ...]] = {}
         self._remember_file_ids()
         self.nspid = read_nspid(pid, proc_root)
@@ -127,15 +130,21 @@ class ProcessSymbolizer:
         """
         if not self.inline_frames:
             return tuple(self.frame(addr, innermost=i == 0) for i, addr in enumerate(addrs))
-        frames: list[Frame] = []
-        for i, addr in enumerate(addrs):
-            frames.extend(self.chain(addr, innermost=i == 0))
+        if not addrs:
+            return ()
+        frames = list(self.chain(addrs[0], innermost=True))
+        known = list(map(self._chains[False].get, itertools.islice(addrs, 1, None)))
+        if None not in known:  # every return address cached (a lookup changes nothing)
+            frames.extend(itertools.chain.from_iterable(known))  # type: ignore[arg-type]
+            return tuple(frames)
+        for addr in itertools.islice(addrs, 1, None):
+            frames.extend(self.chain(addr, innermost=False))
         return tuple(frames)
 
     def chain(self, addr: int, *, innermost: bool) -> tuple[Frame, ...]:
         """The inline frames DWARF knows at ``addr`` (innermost first), then its frame."""
-        key = (addr, innermost)
-        cached = self._chains.get(key)
+        chains = self._chains[innermost]
+        cached = chains.get(addr)
         if cached is not None:
             return cached
         base = self.frame(addr, innermost=innermost)
@@ -148,8 +157,8 @@ class ProcessSymbolizer:
                     for i in inlines[0].inlines(inlines[1])
                 ]
                 result = (*chain, base)
-        if key in self._frames:  # cacheable exactly when its frame is
-            self._chains[key] = result
+        if (addr, innermost) in self._frames:  # cacheable exactly when its frame is
+            chains[addr] = result
         return result
 
     def source_lines(self, addr: int, *, innermost: bool) -> tuple[SourceLine | None, ...]:
@@ -206,7 +215,8 @@ class ProcessSymbolizer:
 
     def _clear_frames(self) -> None:
         self._frames.clear()
-        self._chains.clear()
+        for chains in self._chains:
+            chains.clear()
         self._lines.clear()
 
     def preload(self) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpftop.tui.model.placement import add_up, place
-from bpftop.tui.model.store import ROOT, Ids, TreeStore
+from bpftop.tui.model.placement import add_up, mark_firsts, place
+from bpftop.tui.model.store import FIRST_OF_FUNCTION, FIRST_OF_SYMBOL, INLINED, ROOT, Ids, TreeStore
 
 
 def _batch(rng: np.random.Generator, stacks: int) -> list[list[int]]:
@@ -111,3 +111,38 @@ def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:
     assert found.tolist() == [chain[2], branch[2], third[2], -1]
     below = store.find(np.array([third[2], ROOT], np.int32), np.array([7, 2], np.int32))
     assert below.tolist() == [third[3], -1]
+
+
+def _firsts_one_by_one(keys: list[int], inlined: list[bool], lengths: list[int]) -> list[int]:
+    """mark_firsts' flags, stack by stack in Python: the outermost frame of each
+    key, and the outermost symbol (a frame not inlined, or the first) of each key."""
+    flags, at = [], 0
+    for length in lengths:
+        seen: set[int] = set()
+        symbols: set[int] = set()
+        flags.append(0)  # the process
+        for position in range(at + 1, at + length):
+            key, flag = keys[position], 0
+            if key not in seen:
+                seen.add(key)
+                flag |= FIRST_OF_FUNCTION
+            if (not inlined[position] or position == at + 1) and key not in symbols:
+                symbols.add(key)
+                flag |= FIRST_OF_SYMBOL
+            flags.append(flag | (INLINED if inlined[position] else 0))
+        at += length
+    return flags
+
+
+def test_mark_firsts_marks_the_outermost_frame_and_symbol_of_each_key() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        lengths = rng.integers(1, 12, int(rng.integers(1, 30)))
+        keys = rng.integers(0, 6, int(lengths.sum())).astype(np.int32)
+        starts = np.cumsum(lengths) - lengths
+        inlined = rng.random(len(keys)) < 0.4
+        inlined[starts] = False  # a process
+        flags = np.where(inlined, INLINED, 0).astype(np.uint8)
+        mark_firsts(keys, flags, starts, lengths)
+        expected = _firsts_one_by_one(keys.tolist(), inlined.tolist(), lengths.tolist())
+        assert flags.tolist() == expected

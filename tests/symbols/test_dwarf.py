@@ -69,6 +69,22 @@ def test_with_source_lines_and_return_addresses(inlined_built, run) -> None:
     assert tail == [c[0] for c in by_return]  # looked up at addr - 1
 
 
+def test_a_stack_from_cached_chains_equals_one_resolved_afresh(inlined_built, run) -> None:
+    outer = _outer(inlined_built)
+    prog = run(inlined_built)
+    base = prog.addrs["fix_outer"] - outer.start
+    addrs = [base + outer.start + at for at in range(0, outer.size, 3)]
+    stack = [addrs[5], *addrs[10:0:-1]]  # innermost first; callers are return addresses
+    warm = Symbolizer()
+    warm.user_frames(prog.pid, stack[:4])  # some callers cached, the rest not
+    partly = warm.user_frames(prog.pid, stack)
+    cached = warm.user_frames(prog.pid, stack[::-1])  # every caller cached now but one
+    again = warm.user_frames(prog.pid, stack)  # every one cached
+    assert any(f.inlined for f in again[1:])  # callers with inline chains
+    assert partly == again == Symbolizer().user_frames(prog.pid, stack)
+    assert cached == Symbolizer().user_frames(prog.pid, stack[::-1])
+
+
 def test_inline_frames_can_be_turned_off(inlined_built, run) -> None:
     outer = _outer(inlined_built)
     prog = run(inlined_built)

@@ -26,7 +26,7 @@ from bpftop.bpf.raw import RawTick
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
-from bpftop.tui.collect.counters import OverheadMeter
+from bpftop.tui.collect.diag_facts import DiagnosticsFacts
 from bpftop.tui.collect.early import (
     FIRST_TICK_S,
     BackgroundLoad,
@@ -100,7 +100,7 @@ class Collector:
             SystemWatch(self._threads) if system_wide else ProcessWatch(pid)
         )
         self._followed = Followed(self._targets[1:], self._symbolizer, sampler, self._labels)
-        self._overhead = OverheadMeter()
+        self._facts = DiagnosticsFacts()  # Diagnostics' and the header's cost figures
         self._seq = 0
         self._stop, self._stop_ns = threading.Event(), 0  # stop(): when it was first called
         self._wake = threading.Event()  # a request arrived, or stop
@@ -365,11 +365,10 @@ class Collector:
 
     def _post(self, phase: Phase, message: str = "") -> None:
         self._seq += 1
-        live = self._bpf_ready
         profile = self._profile
         final = self._stop.is_set() or phase is Phase.EXITED
         current = profile.current if final or not self.headless else _UNREAD  # no copies
-        diag = live and (final or not self.headless)  # Diagnostics' facts: record reads none
+        facts = self._facts.read(self._sampler, self._bpf_ready, final, self.headless)
         snap = Snapshot(
             seq=self._seq,
             phase=phase,
@@ -380,8 +379,8 @@ class Collector:
             hot_by_symbol=current.hot_functions(limit=500, by_symbol=True),
             message="; ".join(filter(None, (message, *self.python_notes))),
             unknown=unknown_shares(profile.unknown, self._hints),
-            maps=self._sampler.map_usage() if diag else (),
-            overhead=self._overhead.measure(self._sampler.prog_stats() if diag else None),
+            maps=facts.maps,  # (record reads only the last snapshot's)
+            overhead=facts.overhead,
             time_mode=profile.label,
             threads=profile.thread_shares(self._threads.names),
             probes=self._probes.specs,
@@ -389,8 +388,8 @@ class Collector:
             probe_events=self._probes.active.events,
             events_tree=self._probes.events_tree() if final else None,
             probe_message=self._probe_message,
-            unwind=self._sampler.unwind_state() if diag else None,
-            python=self._sampler.python_counts() if diag else None,
+            unwind=facts.unwind,
+            python=facts.python,
             bpf_problem=self.bpf_problem,
         )
         self.last = snap

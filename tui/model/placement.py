@@ -147,10 +147,17 @@ def mark_firsts(key_ids: Ids, flags: Flags, starts: Counts, lengths: Counts) -> 
     symbol = is_frame & ((flags & INLINED) == 0)
     framed = lengths > 1
     symbol[starts[framed] + 1] = True
-    for mask, flag in ((is_frame, FIRST_OF_FUNCTION), (symbol, FIRST_OF_SYMBOL)):
-        at = np.flatnonzero(mask)  # the first of each (stack, key): outermost
-        _, first = np.unique(slots_of(in_stack[at], key_ids[at]), return_index=True)
-        flags[at[first]] |= flag
+    # The first of each (stack, key): outermost. One stable sort of the frames
+    # by (stack, key) groups them, each group outermost first; the symbols in
+    # that order are grouped the same way.
+    at = np.flatnonzero(is_frame)
+    slots = slots_of(in_stack[at], key_ids[at])
+    order = np.argsort(slots, kind="stable")
+    for flag, ordered in ((FIRST_OF_FUNCTION, order), (FIRST_OF_SYMBOL, order[symbol[at[order]]])):
+        grouped = slots[ordered]
+        first = np.ones(len(ordered), np.bool_)
+        first[1:] = grouped[1:] != grouped[:-1]
+        flags[at[ordered[first]]] |= flag
     latest = np.maximum.accumulate(np.where(symbol, np.arange(len(key_ids)), 0))
     return np.where(framed, key_ids[latest[starts + lengths - 1]], -1).astype(np.int32)
 

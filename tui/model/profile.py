@@ -107,7 +107,8 @@ class Profile:
         self._fn_total = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
         self._fn_source: dict[int, str] = {}
         self._tree: CallNode | None = None
-        self._copies = CountCopies()  # the snapshots' counts
+        # The snapshots' counts: of _self (a tick changes its leaves'), of _total.
+        self._copies = (CountCopies(tracked=True), CountCopies())
         # Per grouping: the hottest rows, or all of them, and how many there are.
         self._hot: list[tuple[HotFunction, ...] | None] = [None, None]
         self._live_functions = [0, 0]
@@ -261,6 +262,7 @@ class Profile:
         symbols = symbols[first]
         store = self.store
         self._self[leaves] += summed  # leaves distinct
+        self._copies[0].changed(leaves)
         framed = symbols >= 0  # a stack of no frames counts no function
         np.add.at(self._fn_self[0], store.key_id[leaves[framed]], summed[framed])
         np.add.at(self._fn_self[1], symbols[framed], summed[framed])
@@ -290,6 +292,7 @@ class Profile:
         for level in reversed(store.levels()[1:]):
             np.add.at(total, parent[level], total[level])
         self._total = total
+        self._copies[0].all_changed()
         depth, flags, key_id = store.depth[:size], store.flags[:size], store.key_id[:size]
         frames = depth >= 2
         owners = symbol_owners(store.parent[:size], depth, flags)
@@ -312,7 +315,7 @@ class Profile:
             self._flush()
             own, total, size = self._self, self._total, self.store.size
             if not last:  # the profile goes on counting: copies
-                own, total = self._copies.copy(own, size), self._copies.copy(total, size)
+                own, total = self._copies[0].copy(own, size), self._copies[1].copy(total, size)
             self._tree = LiveTree.freeze(self.store, own, total).root()
         return self._tree
 
