@@ -20,12 +20,17 @@ from bpftop.bpf.crash_log import install_thread_hook, log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.early_start import open_early
+from bpftop.tui.cli.gc_tuning import gc_paused
 from bpftop.tui.cli.pid_checks import refuse_kernel_threads
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run bpftop on ``argv`` (default: the process's arguments); the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    with gc_paused():  # until tune_gc
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(args: list[str]) -> int:
     install_thread_hook()
     try:
         if args[:1] in (["view"], ["diff"]):
