@@ -1,6 +1,7 @@
 """Errors a user must fix that only a root run can reach: a zombie target,
-BCC missing, a program the verifier rejects, an output that vanishes while
-recording. (The ones any user can reach are in tests/cli/test_errors.py.)"""
+a program the verifier rejects, an output that vanishes while recording.
+(BCC missing: tests/bpf/test_no_bcc.py; the errors any user can reach are in
+tests/cli/test_errors.py.)"""
 
 from __future__ import annotations
 
@@ -34,23 +35,6 @@ def test_zombie_target(tmp_path: Path) -> None:
         assert_one_line_error(result, 3, "has exited")
     finally:
         zombie.wait()
-
-
-def test_bcc_not_importable(sleeper: int, tmp_path: Path) -> None:
-    fake = tmp_path / "bcc"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(
-        "raise ImportError('libbcc.so.0: cannot open shared object')\n"
-    )
-    result = run_bpftop(
-        "record",
-        "-p",
-        str(sleeper),
-        "-o",
-        str(tmp_path / "o.folded"),
-        env={"PYTHONPATH": str(tmp_path)},
-    )
-    assert_one_line_error(result, 4, "BCC", "python3-bpfcc")
 
 
 def test_program_rejected_by_verifier(sleeper: int, tmp_path: Path) -> None:
