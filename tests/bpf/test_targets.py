@@ -29,15 +29,19 @@ def test_a_launched_command_is_probed_from_its_first_instruction(
     workloads: Path, tmp_path: Path
 ) -> None:
     """`probed calls 1000 go` runs for ~1 ms; held until the uprobe is attached,
-    every call is counted, and main -> run_calls, the first function main calls."""
+    every call is counted, and main -> run_calls, the first function main calls.
+    Above main the stacks may differ: libc is mapped after the exec, and its
+    unwind table can reach the walker while the calls run (seen in ~1 run of
+    10): the calls before it stop at main's caller, the later ones reach _start."""
     probed = workloads / "probed"
     out = tmp_path / "calls.folded"
     spec = f"uprobe:{probed}:counted_call"
     record(out, "--probe", spec, "--", str(probed), "calls", "1000", "go")
     stacks = parse_folded(out)
     assert sum(stacks.values()) == 1000, stacks
-    (stack,) = stacks
-    assert stack[0] == "probed" and stack[-3:] == ("main", "run_calls", "counted_call")
+    assert 1 <= len(stacks) <= 2, stacks
+    for stack in stacks:
+        assert stack[0] == "probed" and stack[-3:] == ("main", "run_calls", "counted_call")
 
     out = tmp_path / "main.folded"
     record(out, "--probe", f"uprobe:{probed}:main", "--", str(probed), "calls", "10", "go")
