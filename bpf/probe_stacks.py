@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import ctypes as ct
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
-from bpftop.bpf.python_walk import PythonWalker
+from bpftop.bpf.python_walk import PythonWalker, load_copy
 from bpftop.bpf.raw import Addresses, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 from bpftop.bpf.walker_copies import load_walker_copy
@@ -54,13 +55,9 @@ def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     name the types): at a kind's first use, or ahead on a thread
     (bpf/probe_copies.py). Until it is there, the handlers' tail call fails
     and they use ``bpf_get_stackid``. Returns True when it was loaded now."""
-    copy = _WALKER_OF.get(kind)
-    if copy is None or copy[0] in bpf.funcs:
-        return False
-    name, array, program_type = copy
-    walker = load_walker_copy(bpf, program_types, name, array, program_type)
-    bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
-    return True
+    return load_copy(
+        bpf, program_types, _WALKER_OF.get(kind), partial(load_walker_copy, bpf, program_types)
+    )
 
 
 def weighted_store(slot: int) -> bytes:

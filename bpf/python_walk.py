@@ -18,7 +18,7 @@ import contextlib
 import ctypes as ct
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,14 +164,24 @@ def load_probe_copy(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
     return load_copy(bpf, program_types, _COPY_OF.get(kind))
 
 
-def load_copy(bpf: Any, program_types: Any, copy: tuple[bytes, bytes, str] | None) -> bool:
+def load_copy(
+    bpf: Any,
+    program_types: Any,
+    copy: tuple[bytes, bytes, str] | None,
+    load: Callable[[bytes, bytes, str], Any] | None = None,
+) -> bool:
     """Load ``copy`` (a walker's function, the program array its handlers
     tail-call, the program type's name in ``program_types``) unless it is
-    loaded already, and put it in the array's slot 0. True when loaded now."""
+    loaded already, and put it in the array's slot 0. ``load`` makes the
+    loaded function from those three (default: BCC's ``load_func`` of the
+    compiled one). True when loaded now."""
     if copy is None or copy[0] in bpf.funcs:
         return False
     name, array, program_type = copy
-    walker = bpf.load_func(name, getattr(program_types, program_type))
+    if load is None:
+        walker = bpf.load_func(name, getattr(program_types, program_type))
+    else:
+        walker = load(name, array, program_type)
     bpf[array][ct.c_int(0)] = ct.c_int(walker.fd)
     return True
 
