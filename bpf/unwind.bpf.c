@@ -396,7 +396,7 @@ static __always_inline int unwind_frames(struct unwind_state *st) {
  * stack ends (or when the tail call failed: keep what was walked). Compiled
  * once: its copies for kprobe-type and tracepoint-type programs (a tail call
  * stays within its type) are these instructions with unwind_progs swapped
- * for unwind_progs_kp / unwind_progs_tp (bpf/walker_copies.py). */
+ * for unwind_progs_kp / unwind_progs_tp (bpf/retarget.py). */
 int unwind_walk(void *ctx) {
     u32 zero = 0;
     struct unwind_state *st = unwind_scratch.lookup(&zero);
