@@ -52,6 +52,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bytecode import compile_bpftop
 from bench.startup import Options, attach
 from bench.startup_watch import STARTUP, spawn_workload, stop
 
@@ -158,6 +159,7 @@ def main() -> None:
     parser.add_argument("--skip-perf", action="store_true")
     parser.add_argument("--bpftop-args", default="", help="more record arguments, e.g. --no-early")
     args = parser.parse_args()
+    compile_bpftop()
     results: dict[str, list[Ready]] = {"cold": [], "warm": []}
     perf: dict[str, list[PerfStart]] = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory(prefix="bpftop-ready-") as tmp:
