@@ -10,6 +10,9 @@ same rows, its quirks included, so tables built by either are equal:
 - entries are read one after the other from the section's start (a zero
   length is a terminator and reading goes on after it); the next entry starts
   where the last instruction ended;
+- a SHT_NOBITS section reads as zeros: no entries in ``.eh_frame`` (a
+  size that is not a multiple of 4 cannot be read), none readable in a
+  ``.debug_frame`` that is not empty;
 - a section that cannot be read (an entry or instruction running past its
   end, an unknown opcode, a pointer encoding other than absolute or
   pc-relative, an FDE whose CIE pointer does not lead to a CIE) is a
@@ -65,6 +68,10 @@ def frame_rows(
 ) -> tuple[int, int]:
     """Append the rows of every FDE of ``section`` whose start is not in
     ``covered`` (which grows) to ``rows``; (FDEs seen, FDEs failed)."""
+    if section.nobits:  # zeros: .eh_frame's are terminators, .debug_frame's unreadable
+        if section.size % 4 if eh_frame else section.size:
+            raise CfiError(f"{section.name}: SHT_NOBITS")
+        return 0, 0
     try:
         return _Section(section, eh_frame).rows(covered, rows)
     except (IndexError, ValueError, struct.error) as err:

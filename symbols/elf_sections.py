@@ -4,10 +4,10 @@ Owns :func:`read_sections` and :class:`SectionData`: the machine of the file
 and the bytes of the sections asked for by name, without pyelftools (the
 unwind-table build reads ``.eh_frame`` / ``.debug_frame`` this way). A name
 held by several sections names the last of them (as pyelftools' name map
-does). SHF_COMPRESSED (zlib) sections are inflated; a SHT_NOBITS section reads
-as zeros. A file cut short gives the bytes that are there (``size`` keeps the
-header's size). Anything else wrong with the file gives None; nothing here
-raises for a bad file.
+does). SHF_COMPRESSED (zlib) sections are inflated; a SHT_NOBITS section has
+no bytes (``nobits``: all zeros, ``size`` of them). A file cut short gives the
+bytes that are there (``size`` keeps the header's size). Anything else wrong
+with the file gives None; nothing here raises for a bad file.
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ _CHDR = struct.Struct("<IIQQ")  # Elf64_Chdr
 @dataclass(frozen=True, slots=True)
 class SectionData:
     """One section: its address, its bytes, and its size as the header says
-    (more than ``len(data)`` in a truncated file)."""
+    (more than ``len(data)`` in a truncated file or a SHT_NOBITS section)."""
 
     name: str
     address: int
     data: bytes
     size: int
+    nobits: bool = False
 
 
 def read_sections(
@@ -101,19 +102,19 @@ def _name(strtab: bytes, at: int) -> str | None:
 
 
 def _read(stream: IO[bytes], header: tuple[int, ...]) -> bytes:
-    sh_type, offset, size = header[1], header[4], header[5]
+    offset, size = header[4], header[5]
     if size > MAX_SECTION_BYTES:
         raise ValueError("section too large")
-    if sh_type == SHT_NOBITS:
-        return bytes(size)
     stream.seek(offset)
     return stream.read(size)
 
 
 def _section(stream: IO[bytes], name: str, header: tuple[int, ...]) -> SectionData:
     flags, address, size = header[2], header[3], header[5]
+    if header[1] == SHT_NOBITS:
+        return SectionData(name, address, b"", size, nobits=True)
     data = _read(stream, header)
-    if flags & SHF_COMPRESSED and header[1] != SHT_NOBITS:
+    if flags & SHF_COMPRESSED:
         kind, _reserved, size, _align = _CHDR.unpack_from(data)
         if kind != ELFCOMPRESS_ZLIB or size > MAX_SECTION_BYTES:
             raise ValueError("unknown compression")
