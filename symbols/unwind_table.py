@@ -21,8 +21,8 @@ range, each FDE closed with a ``GAP`` row); here they are sorted, compacted
 and packed. The sections are read with ``struct``
 (:mod:`bpftop.symbols.elf_sections`), not pyelftools. Pure Python; nothing
 here imports ``bpftop.bpf``. A cold build takes ~0.06 CPU-s for libc and
-~0.17 for python3.11 (``bench/unwind_bench.py``; pyelftools took 0.7 and
-1.9): build tables off the tick path and keep them in
+~0.17 for python3.11 (``bench/unwind_bench.py``; pyelftools took 0.7-0.9 and
+1.9-2.3): build tables off the tick path and keep them in
 :class:`~bpftop.symbols.unwind_cache.UnwindCache`.
 """
 
