@@ -94,7 +94,7 @@ static __always_inline u32 state_for(u32 slot) {
  * reads its slot here, from `slot0` (which holds 0); its slot-1 copy is the
  * same instructions reading `slot1` (user space puts 1 in it) instead
  * (bpf/retarget.py): compiling each handler twice cost every compile
- * ~0.17 CPU-s (bench/compile_bench.py). */
+ * ~0.17 CPU-s (measured there). */
 BPF_ARRAY(slot0, u32, 1);
 BPF_ARRAY(slot1, u32, 1);
 static __always_inline u32 handler_slot(void) {
