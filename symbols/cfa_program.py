@@ -55,75 +55,68 @@ def run_program(
     stack: list[State] = []
     last: State | None = None
     clipped = False
-    row_rule, uleb = cr.row_rule, _uleb
+    row_rule = cr.row_rule
     while at < end:
         op = data[at]
         at += 1
         high = op & 0xC0
-        if high:
-            low = op & 0x3F
-            if high == 0x40:  # advance_loc
-                if rows is not None and not clipped:
-                    if pc >= fde_end:
-                        clipped = True
-                    else:
-                        rows.append((pc if pc > start else start, row_rule(cfa, regs)))
-                if in_cie:
-                    last = (cfa, dict(regs))
-                pc += low * code_align
-            elif high == 0x80:  # offset
+        if high == 0x40:  # advance_loc
+            next_pc = pc + (op & 0x3F) * code_align
+        elif op in _ADVANCE:  # advance_loc1/2/4
+            advance = _ADVANCE[op]
+            (delta,) = advance.unpack_from(data, at)
+            at += advance.size
+            next_pc = pc + delta * code_align
+        elif op == 0x01:  # set_loc: a plain 8-byte address (as pyelftools reads it)
+            (next_pc,) = _U64.unpack_from(data, at)
+            at += 8
+        else:  # a rule changes: no new row
+            if high == 0x80:  # offset
                 value, at = uleb(data, at)
-                regs[low] = (cr.OFFSET, value * data_align)
-            else:  # restore
+                regs[op & 0x3F] = (cr.OFFSET, value * data_align)
+            elif high:  # restore
                 if cie_regs is None:
                     return skip_program(data, at, end), True, None
-                _restore(regs, cie_regs, low)
-            continue
-        if op == 0x0E:  # def_cfa_offset
-            value, at = uleb(data, at)
-            cfa = (cfa[0], value, None)
-        elif op == 0x0A:  # remember_state
-            stack.append((cfa, dict(regs)))
-        elif op == 0x0B:  # restore_state
-            if not stack:
-                return skip_program(data, at, end), True, None
-            cfa, regs = stack.pop()
-        elif op == 0x0C:  # def_cfa
-            reg, at = uleb(data, at)
-            value, at = uleb(data, at)
-            cfa = (reg, value, None)
-        elif op == 0x0D:  # def_cfa_register
-            reg, at = uleb(data, at)
-            cfa = (reg, cfa[1], None)
-        elif op == 0 or op == 0x2D:  # nop, GNU_window_save / AARCH64_negate_ra_state
-            pass
-        elif op in _ADVANCE or op == 0x01:  # advance_loc1/2/4, set_loc
-            if op == 0x01:
-                (value,) = _U64.unpack_from(data, at)
-                at += 8
+                _restore(regs, cie_regs, op & 0x3F)
+            elif op == 0x0E:  # def_cfa_offset
+                value, at = uleb(data, at)
+                cfa = (cfa[0], value, None)
+            elif op == 0x0A:  # remember_state
+                stack.append((cfa, dict(regs)))
+            elif op == 0x0B:  # restore_state
+                if not stack:
+                    return skip_program(data, at, end), True, None
+                cfa, regs = stack.pop()
+            elif op == 0x0C:  # def_cfa
+                reg, at = uleb(data, at)
+                value, at = uleb(data, at)
+                cfa = (reg, value, None)
+            elif op == 0x0D:  # def_cfa_register
+                reg, at = uleb(data, at)
+                cfa = (reg, cfa[1], None)
+            elif op == 0 or op == 0x2D:  # nop, GNU_window_save / AARCH64_negate_ra_state
+                pass
+            elif op == _ARGS_SIZE:
+                _, at = uleb(data, at)
+                if in_cie:
+                    return skip_program(data, at, end), True, None
+            elif op == 0x06:  # restore_extended
+                reg, at = uleb(data, at)
+                if cie_regs is None:
+                    return skip_program(data, at, end), True, None
+                _restore(regs, cie_regs, reg)
             else:
-                advance = _ADVANCE[op]
-                (value,) = advance.unpack_from(data, at)
-                at += advance.size
-            if rows is not None and not clipped:
-                if pc >= fde_end:
-                    clipped = True
-                else:
-                    rows.append((pc if pc > start else start, row_rule(cfa, regs)))
-            if in_cie:
-                last = (cfa, dict(regs))
-            pc = value if op == 0x01 else pc + value * code_align
-        elif op == _ARGS_SIZE:
-            _, at = uleb(data, at)
-            if in_cie:
-                return skip_program(data, at, end), True, None
-        elif op == 0x06:  # restore_extended
-            reg, at = uleb(data, at)
-            if cie_regs is None:
-                return skip_program(data, at, end), True, None
-            _restore(regs, cie_regs, reg)
-        else:
-            at, cfa = _other(data, at, op, aligns, cfa, regs)
+                at, cfa = _other(data, at, op, aligns, cfa, regs)
+            continue
+        # The location advanced: the row so far ends at next_pc.
+        if rows is not None and not clipped:
+            if pc >= fde_end:
+                clipped = True
+            else:
+                rows.append((pc if pc > start else start, row_rule(cfa, regs)))
+        if in_cie:
+            last = (cfa, dict(regs))
+        pc = next_pc
     if cfa[0] is not None or regs:
         last = (cfa, regs)
         if rows is not None and not clipped and pc < fde_end:
@@ -137,30 +130,30 @@ def _other(
     """The less common opcodes (a register rule or a CFA rule set)."""
     code_align, data_align = aligns
     if op == 0x05 or op == 0x14:  # offset_extended, val_offset
-        reg, at = _uleb(data, at)
-        value, at = _uleb(data, at)
+        reg, at = uleb(data, at)
+        value, at = uleb(data, at)
         regs[reg] = (cr.OFFSET if op == 0x05 else cr.VAL_OFFSET, value * data_align)
     elif op == 0x11 or op == 0x15:  # offset_extended_sf, val_offset_sf
-        reg, at = _uleb(data, at)
-        value, at = _sleb(data, at)
+        reg, at = uleb(data, at)
+        value, at = sleb(data, at)
         regs[reg] = (cr.OFFSET if op == 0x11 else cr.VAL_OFFSET, value * data_align)
     elif op == 0x07 or op == 0x08:  # undefined, same_value
-        reg, at = _uleb(data, at)
+        reg, at = uleb(data, at)
         regs[reg] = (cr.UNDEFINED if op == 0x07 else cr.SAME_VALUE, None)
     elif op == 0x09:  # register
-        reg, at = _uleb(data, at)
-        other, at = _uleb(data, at)
+        reg, at = uleb(data, at)
+        other, at = uleb(data, at)
         regs[reg] = (cr.REGISTER, other)
     elif op == 0x10 or op == 0x16:  # expression, val_expression
-        reg, at = _uleb(data, at)
+        reg, at = uleb(data, at)
         expr, at = _block(data, at)
         regs[reg] = (cr.EXPRESSION if op == 0x10 else cr.VAL_EXPRESSION, expr)
     elif op == 0x12:  # def_cfa_sf: pyelftools scales by the code alignment
-        reg, at = _uleb(data, at)
-        value, at = _sleb(data, at)
+        reg, at = uleb(data, at)
+        value, at = sleb(data, at)
         cfa = (reg, value * code_align, None)
     elif op == 0x13:  # def_cfa_offset_sf
-        value, at = _sleb(data, at)
+        value, at = sleb(data, at)
         cfa = (cfa[0], value * data_align, None)
     elif op == 0x0F:  # def_cfa_expression
         expr, at = _block(data, at)
@@ -185,14 +178,14 @@ def skip_program(data: bytes, at: int, end: int) -> int:
         at += 1
         if op & 0xC0:
             if op & 0xC0 == 0x80:
-                _, at = _uleb(data, at)
+                _, at = uleb(data, at)
             continue
         operands = _OPERANDS.get(op)
         if operands is None:
             raise ValueError(f"unknown CFA opcode {op:#04x}")
         for kind in operands:
             if kind == "L":
-                _, at = _uleb(data, at)
+                _, at = uleb(data, at)
             elif kind == "B":
                 _, at = _block(data, at)
             else:
@@ -209,15 +202,6 @@ def need(data: bytes, at: int, size: int) -> int:
 
 def uleb(data: bytes, at: int) -> tuple[int, int]:
     """An unsigned LEB128 number at ``at`` and the offset past it."""
-    return _uleb(data, at)
-
-
-def sleb(data: bytes, at: int) -> tuple[int, int]:
-    """A signed LEB128 number at ``at`` and the offset past it."""
-    return _sleb(data, at)
-
-
-def _uleb(data: bytes, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = data[at]
@@ -228,7 +212,8 @@ def _uleb(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _sleb(data: bytes, at: int) -> tuple[int, int]:
+def sleb(data: bytes, at: int) -> tuple[int, int]:
+    """A signed LEB128 number at ``at`` and the offset past it."""
     value = shift = 0
     while True:
         byte = data[at]
@@ -240,7 +225,7 @@ def _sleb(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _block(data: bytes, at: int) -> tuple[bytes, int]:
-    length, at = _uleb(data, at)
+    length, at = uleb(data, at)
     if at + length > len(data):
         raise IndexError("block past the section's end")
     return data[at : at + length], at + length
