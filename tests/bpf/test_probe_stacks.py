@@ -21,7 +21,7 @@ from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import MODES
-from bpftop.tui.collect.early import BPF_NO_USER_REGS, BPF_WALKER, bpf_qualities
+from bpftop.tui.collect.early import BPF_WALKER, BPF_WALKER_NOT_STARTED, bpf_qualities
 from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.bpf.test_probes import Held
 
@@ -202,7 +202,7 @@ def test_a_walker_that_cannot_run_leaves_counts_exact(sampler: CpuSampler, workl
         array[ct.c_int(0)] = ct.c_int(walker.fd)
     assert tick.total_samples == 20000 and tick.dropped_samples == 0
     assert tick.walked_samples == 0
-    assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_NO_USER_REGS: 20000}
+    assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_WALKER_NOT_STARTED: 20000}
 
 
 def test_uprobe_without_tables_still_names_the_caller(sampler: CpuSampler, workloads: Path) -> None:

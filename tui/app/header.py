@@ -125,8 +125,8 @@ def _append_counts(
         text.append(" (" + ", ".join(f"{kind} {n:,}" for kind, n in kinds) + ")", "red")
     if stats.early_samples and not saved:
         text.append(f"  {stats.early_samples:,} early (perf_event)", "yellow")
-    if stats.no_user_registers:
-        text.append(f"  {stats.no_user_registers:,} fp stacks (no user registers)", "yellow")
+    if stats.walker_not_started:
+        text.append(f"  {stats.walker_not_started:,} fp stacks (walker not started)", "yellow")
     if status:
         text.append(f"  {status}", "bold cyan")
     if snapshot.message:

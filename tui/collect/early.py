@@ -23,13 +23,13 @@ from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
 from bpftop.tui.collect.niceness import Yielding
-from bpftop.tui.model.snapshot import NO_USER_REGS_QUALITY
+from bpftop.tui.model.snapshot import WALKER_NOT_STARTED_QUALITY
 
 # Stack qualities, as CollectionStats counts them (samples by how their user stack was
 # made); the early samples' qualities are in early_stacks.
 BPF_WALKER = "BPF .eh_frame walker"
 BPF_FP = "BPF frame pointers"
-BPF_NO_USER_REGS = NO_USER_REGS_QUALITY  # the walker is on, but the context gave it no registers
+BPF_WALKER_NOT_STARTED = WALKER_NOT_STARTED_QUALITY  # the walker is on, but could not start
 HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
 POLL_S = 0.1  # the rings are emptied this often (they hold ~2 s)
 FIRST_TICK_S = 0.0  # the first early snapshot at once: samples since launch are in
@@ -41,12 +41,13 @@ def bpf_qualities(tick: RawTick, walker: bool) -> Qualities:
     """How a tick's BPF user stacks were made. With the walker loaded, every
     probe kind's stacks are walked; a stack read by ``bpf_get_stackid`` instead
     (not a walker id, not an error) means the walker could not start: its
-    context gave no user registers (or its tail call failed)."""
+    context gave no user registers, or its tail call failed (no walker program
+    loaded for the probe kind)."""
     if not walker:
         return {BPF_FP: tick.total_samples}
     read = sum(s.count for s in tick.samples if not s.user_error)
-    no_regs = max(0, read - tick.walked_samples)
-    return {BPF_WALKER: tick.total_samples - no_regs, BPF_NO_USER_REGS: no_regs}
+    not_started = max(0, read - tick.walked_samples)
+    return {BPF_WALKER: tick.total_samples - not_started, BPF_WALKER_NOT_STARTED: not_started}
 
 
 def early_feed(

@@ -30,7 +30,7 @@ __all__ = [
 EARLY_QUALITY_PREFIX = "perf_event"  # stack qualities of the compile-free early sampler
 # The stack quality of BPF samples whose context gave the .eh_frame walker no user
 # registers: their user stacks are frame-pointer walks (bpf_get_stackid).
-NO_USER_REGS_QUALITY = "BPF frame pointers (no user registers for the walker)"
+WALKER_NOT_STARTED_QUALITY = "BPF frame pointers (the walker could not start)"
 
 
 class Phase(StrEnum):
@@ -90,9 +90,10 @@ class CollectionStats:
         return sum(n for q, n in self.stack_quality if q.startswith(EARLY_QUALITY_PREFIX))
 
     @property
-    def no_user_registers(self) -> int:
-        """BPF samples whose context gave the walker no user registers (frame pointers instead)."""
-        return dict(self.stack_quality).get(NO_USER_REGS_QUALITY, 0)
+    def walker_not_started(self) -> int:
+        """BPF samples the walker could not start on (frame pointers instead): no user
+        registers in the context, or no walker program loaded for the probe kind."""
+        return dict(self.stack_quality).get(WALKER_NOT_STARTED_QUALITY, 0)
 
     @property
     def failed_stacks(self) -> int:

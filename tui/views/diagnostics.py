@@ -55,10 +55,10 @@ def verdict(snapshot: Snapshot) -> Text:
         problems.append(f"{python.truncated:,} Python stacks cut at {PY_MAX_FRAMES} frames")
     if python is not None and python.read_errors:
         problems.append(f"{python.read_errors:,} Python walks stopped at an unreadable frame")
-    if stats.no_user_registers:
+    if stats.walker_not_started:
         problems.append(
-            f"{stats.no_user_registers:,} user stacks by frame pointers: the probe's context "
-            "gave the .eh_frame walker no user registers"
+            f"{stats.walker_not_started:,} user stacks by frame pointers: the .eh_frame walker "
+            "could not start (no user registers in the context, or no walker for the probe kind)"
         )
     if not problems:
         return Text("✔ nothing lost, every frame named: the numbers can be trusted", "bold green")
@@ -133,7 +133,7 @@ def counters_table(snapshot: Snapshot) -> Table:
     table.add_row("dropped samples (map full)", _bad(stats.dropped_samples))
     for kind, n in stats.stack_errors:
         table.add_row(f"failed stack reads: {kind}", _bad(n))
-    if stats.early_samples or stats.no_user_registers:  # stacks of two qualities mix
+    if stats.early_samples or stats.walker_not_started:  # stacks of two qualities mix
         for quality, n in stats.stack_quality:
             table.add_row(f"user stacks by {quality}", f"{n:,}")
     return table
