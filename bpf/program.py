@@ -252,7 +252,8 @@ class CpuSampler:
 
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self._copies is not None:  # the walkers' copies this kind's handlers tail-call
-            self._copies.ensure(plan.spec.kind)
+            with contextlib.suppress(Exception):  # refused: its stacks say the walker did not start
+                self._copies.ensure(plan.spec.kind)
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)

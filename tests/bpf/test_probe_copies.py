@@ -3,7 +3,8 @@ CLI makes the sampler): every copy gets loaded; a probe switch that comes
 while the thread still verifies waits for it and walks its stacks (exact
 counts, as tests/bpf/test_probe_stacks.py); run stats and drains read the
 programs meanwhile; closing the program stops the thread first; a collector
-sampling CPU has them all without a switch. The tests that need the thread
+sampling CPU has them all without a switch; a copy the kernel refuses leaves
+the switch counting by frame pointers. The tests that need the thread
 still running start it on a loaded program (its load's own thread is done
 before the handlers are)."""
 
@@ -15,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from bpftop.bpf import probe_copies
 from bpftop.bpf.environment import import_bcc
 from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import PROBE_WALKERS
 from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.collect.early import BPF_WALKER, BPF_WALKER_NOT_STARTED, bpf_qualities
 from tests.bpf.test_collector import Watched
 from tests.bpf.test_probe_stacks import HeldNoFp, by_stack, from_main, share
 
@@ -123,3 +126,26 @@ def test_a_collector_sampling_cpu_verifies_them_ahead(workloads: Path) -> None:
         watched.collector.stop()
         target.kill()
         target.wait()
+
+
+def test_a_copy_the_kernel_refuses_leaves_the_switch_counting_by_frame_pointers(
+    sampler: CpuSampler, workloads: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No walker for the probe kind: the switch still counts every hit, by
+    bpf_get_stackid, and the stacks say the walker did not start."""
+
+    def refused(*_args: object) -> bool:
+        raise OSError(13, "the kernel refused the walker's copy")
+
+    monkeypatch.setattr(probe_copies, "load_probe_walker", refused)
+    held = HeldNoFp(workloads, sampler, "writes", "20000")
+    try:
+        sampler.set_targets([held.pid])
+        sampler.start()
+        sampler.switch(parse_spec("tracepoint:syscalls:sys_enter_write"))
+        held.go()
+        tick = sampler.drain()
+    finally:
+        held.kill()
+    assert tick.total_samples == 20000 and tick.dropped_samples == 0
+    assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_WALKER_NOT_STARTED: 20000}
