@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpftop.tui.model.placement import add_up, mark_firsts, place
+from bpftop.tui.model.placement import FEW_WALKED, add_up, mark_firsts, place
 from bpftop.tui.model.store import FIRST_OF_FUNCTION, FIRST_OF_SYMBOL, INLINED, ROOT, Ids, TreeStore
 
 
@@ -56,6 +56,39 @@ def test_batches_match_a_dict_of_paths() -> None:
                    for child in _children(store, node))  # fmt: skip
         found = store.find(store.parent[1 : store.size], store.key_id[1 : store.size])
         assert found.tolist() == list(range(1, store.size))
+
+
+def test_the_last_stacks_walked_one_by_one_find_and_share_nodes() -> None:
+    """A big batch leaves the depth walk with a few deep stacks: known to the
+    leaf, known halfway then new, new and taking the same way twice."""
+    rng = np.random.default_rng(5)
+    store = TreeStore()
+    deep = [1, *rng.integers(10, 200, 60).tolist()]
+    place(store, np.array(deep, np.int32), np.zeros(61, np.uint8), np.zeros(1, np.int64),
+          np.array([61], np.int64))  # fmt: skip
+    known = store.size
+    wide = [[2, int(k)] for k in rng.permutation(np.arange(1000, 1000 + FEW_WALKED * 4))]
+    halfway = [*deep[:30], 7, 7, 7]
+    stacks = [*wide, deep, halfway, [3, 4, 5, 6, 7], [3, 4, 5, 6, 8], deep[:10]]
+    lengths = np.array([len(stack) for stack in stacks], np.int64)
+    starts = np.cumsum(lengths) - lengths
+    keys = np.array([key for stack in stacks for key in stack], np.int32)
+    flags = (np.arange(len(keys)) % 3).astype(np.uint8)
+    nodes = place(store, keys, flags, starts, lengths).tolist()
+    oracle: dict[tuple[int, ...], int] = {}
+    for start, stack in zip(starts.tolist(), stacks, strict=True):
+        for depth in range(1, len(stack) + 1):
+            node = nodes[start + depth - 1]
+            assert oracle.setdefault(tuple(stack[:depth]), node) == node
+            assert int(store.key_id[node]) == stack[depth - 1]
+            assert int(store.depth[node]) == depth
+            parent = oracle[tuple(stack[: depth - 1])] if depth > 1 else ROOT
+            assert int(store.parent[node]) == parent
+    at = {tuple(stack): int(start) for start, stack in zip(starts.tolist(), stacks, strict=True)}
+    assert max(nodes[at[tuple(deep)] : at[tuple(deep)] + 61]) < known  # all found
+    assert store.size == len(oracle) + 1
+    first_new = at[tuple(halfway)] + 30
+    assert store.flags[nodes[first_new]] == flags[first_new]
 
 
 def test_new_nodes_take_the_flags_of_their_first_position() -> None:
