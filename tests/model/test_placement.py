@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpftop.tui.model.placement import FEW_WALKED, add_up, mark_firsts, place
+from bpftop.tui.model.placement import ADD_UP_LEAVES, FEW_WALKED, add_up, mark_firsts, place
 from bpftop.tui.model.store import FIRST_OF_FUNCTION, FIRST_OF_SYMBOL, INLINED, ROOT, Ids, TreeStore
 
 
@@ -120,6 +120,34 @@ def test_add_up_reaches_every_ancestor_once_per_leaf() -> None:
     assert total.tolist() == [by_node[node] for node in range(5)]
     assert fn_total.tolist() == [0, 10111, 10101, 0, 10, 0, 0, 0]  # 1 once for 1;2;1
     assert symbol_total.tolist() == [0, 10111 + 10001, 0, 0, 0, 0, 0, 0]  # as flagged
+
+
+def test_add_up_over_several_gathers_matches_a_walk_up_each_leaf() -> None:
+    """More leaves than one gather takes, of many depths (the root and process
+    nodes among them), against adding along each leaf's path one by one."""
+    rng = np.random.default_rng(11)
+    store = TreeStore()
+    stacks = _batch(rng, ADD_UP_LEAVES)
+    lengths = np.array([len(stack) for stack in stacks], np.int64)
+    keys = np.array([key for stack in stacks for key in stack], np.int32)
+    flags = rng.choice(np.array([0, 4, 8, 12], np.uint8), len(keys))
+    place(store, keys, flags, np.cumsum(lengths) - lengths, lengths)
+    leaves = rng.permutation(store.size)[: ADD_UP_LEAVES + 300].astype(np.int32)
+    counts = rng.integers(1, 1000, len(leaves))
+    expected = [np.zeros(n, np.int64) for n in (store.size, 20, 20)]
+    for leaf, count in zip(leaves.tolist(), counts.tolist(), strict=True):
+        node = leaf
+        while True:
+            expected[0][node] += count
+            for flag, table in ((FIRST_OF_FUNCTION, expected[1]), (FIRST_OF_SYMBOL, expected[2])):
+                if store.flags[node] & flag:
+                    table[store.key_id[node]] += count
+            if node == ROOT:
+                break
+            node = int(store.parent[node])
+    got = [np.zeros(n, np.int64) for n in (store.size, 20, 20)]
+    add_up(store, leaves, counts, *got)
+    assert [g.tolist() for g in got] == [e.tolist() for e in expected]
 
 
 def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:
