@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS
+from bpftop.bpf.attach import COMPILED_HANDLERS
 from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.program import CpuSampler
@@ -49,10 +49,8 @@ def variants() -> dict[str, tuple[str, list[str], list[tuple[bytes, str]]]]:
     """name -> (text, cflags, [(function, BCC program type name)]) to load."""
     text, cflags = CpuSampler(unwind="auto").compile_inputs()
     fp_text, fp_cflags = CpuSampler(unwind="fp").compile_inputs()
-    handlers = [(n, "PERF_EVENT") for n in PERF_HANDLERS]
-    handlers += [(n, "KPROBE") for n in PROBE_HANDLERS]
-    handlers += [(n, "TRACEPOINT") for n in TRACEPOINT_HANDLERS]
-    walker = [*handlers, (b"unwind_walk", "PERF_EVENT")]  # the probes' copies load apart
+    handlers = list(COMPILED_HANDLERS)  # their slot-1 copies and the walker's load apart
+    walker = [*handlers, (b"unwind_walk", "PERF_EVENT")]
     return {
         "trivial": (TRIVIAL, [], [(b"on_cpu_sample", "PERF_EVENT")]),
         "program": (text, cflags, walker),

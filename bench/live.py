@@ -30,6 +30,7 @@ from typing import Any
 
 import psutil
 
+from bench.bytecode import compile_bpftop
 from bench.steady import START_TIMEOUT_S, bpf_loaded
 from tests.conftest import BPFTOP, WORKLOADS
 
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--unwind", default="auto", help="bpftop's --unwind (auto, dwarf, fp)")
     parser.add_argument("--settle", type=float, default=5.0, help="s after BPF took over")
     args = parser.parse_args()
+    compile_bpftop()
     hz = args.hz or WORKLOAD_HZ[args.workload]
     command = [str(WORKLOADS / args.workload)]
     if args.workload == "scale":  # it ends by itself: outlive the compile and the window

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from subprocess import DEVNULL
 
+from bench.bytecode import compile_bpftop
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.python_walk import PythonProcess
@@ -199,6 +200,7 @@ def main() -> None:
     parser.add_argument("--offcpu-only", action="store_true")
     parser.add_argument("--hz", type=int, nargs="+", default=[99, 999], help="overhead rates")
     args = parser.parse_args()
+    compile_bpftop()
     if args.offcpu_only:
         offcpu_costs(args.seconds)
         return

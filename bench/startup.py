@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bytecode import compile_bpftop
 from bench.startup_watch import (
     PERF,
     STARTUP,
@@ -348,6 +349,7 @@ def main() -> None:
     parser.add_argument("--hogs", type=int, default=0, help="busy loops beside the short target")
     parser.add_argument("--bpftop", type=Path, default=BPFTOP, help="the bpftop command to run")
     args = parser.parse_args()
+    compile_bpftop()
     tools = TOOLS[:1] if args.skip_perf else TOOLS
     results: dict[str, dict[str, list[Outcome]]] = {s: {t: [] for t in tools} for s in args.only}
     with tempfile.TemporaryDirectory(prefix="bpftop-startup-") as work:

@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bytecode import compile_bpftop
 from tests.conftest import BPFTOP, WORKLOADS
 
 CASES = {"demo": ("demo", 99, 30.0), "scale": ("scale", 999, 60.0)}
@@ -60,6 +61,7 @@ def main() -> None:
     parser.add_argument("--unwind", default="auto", help="bpftop's --unwind (auto, dwarf, fp)")
     parser.add_argument("--no-perf", action="store_true", help="skip the perf reference")
     args = parser.parse_args()
+    compile_bpftop()
     for case in CASES if args.case == "both" else [args.case]:
         workload, hz, seconds = CASES[case]
         hz, seconds = args.hz or hz, args.seconds or seconds

@@ -6,7 +6,7 @@ Starts N python3 processes (one binary, the same libraries) and builds their
 tables the way the feed does (one shared ProcessTables): CPU seconds of this
 process for all N, against the same for one process. Files are built once,
 so N processes should cost about what one does. No BPF is needed: the cost is
-the user-space build (pyelftools).
+the user-space build (symbols/eh_frame.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Attaching one resolved probe (a :class:`Plan`) to the loaded program, and detaching it.
 
-Every probe kind has its handler in the one compiled program, once per
+Every probe kind has its handler in the one compiled program, loaded once per
 handler slot (0 and 1; the active slot counts, the other is muted), so
 attaching is only perf_event_open / uprobe / tracepoint calls: no compile.
 An :class:`Attachment` remembers exactly what it attached (uprobe event
@@ -40,13 +40,15 @@ def handler(name: bytes, slot: int) -> bytes:
     return name + b"_1" if slot else name
 
 
-def _both(*names: bytes) -> tuple[bytes, ...]:
-    return tuple(handler(n, slot) for n in names for slot in (0, 1))
-
-
-PERF_HANDLERS = _both(b"on_cpu_sample")
-PROBE_HANDLERS = _both(b"on_probe_hit", b"on_kprobe_hit", CALL_ENTRY, CALL_RETURN)
-TRACEPOINT_HANDLERS = _both(b"on_tracepoint")
+COMPILED_HANDLERS = (  # slot 0's, with their program types' names (attributes of bcc.BPF)
+    (b"on_cpu_sample", "PERF_EVENT"),
+    (b"on_probe_hit", "KPROBE"),
+    (b"on_kprobe_hit", "KPROBE"),
+    (CALL_ENTRY, "KPROBE"),
+    (CALL_RETURN, "KPROBE"),
+    (b"on_tracepoint", "TRACEPOINT"),
+)
+"""Each has a slot-1 copy made from its instructions (bpf/retarget.py)."""
 
 
 class Attachment:

@@ -90,6 +90,19 @@ static __always_inline u32 state_for(u32 slot) {
     return (EPOCH(state) & 1) == slot ? state : MUTED;
 }
 
+/* The slot of the handler that runs. Each handler below is compiled once and
+ * reads its slot here, from `slot0` (which holds 0); its slot-1 copy is the
+ * same instructions reading `slot1` (user space puts 1 in it) instead
+ * (bpf/retarget.py): compiling each handler twice cost every compile
+ * ~0.17 CPU-s (measured there). */
+BPF_ARRAY(slot0, u32, 1);
+BPF_ARRAY(slot1, u32, 1);
+static __always_inline u32 handler_slot(void) {
+    u32 zero = 0;
+    u32 *slot = slot0.lookup(&zero);
+    return slot ? *slot & 1 : 0;
+}
+
 static __always_inline int weighted_stack(void *regs, u32 slot, u64 flags) {
     return slot ? wstacks_1.get_stackid(regs, flags) : wstacks.get_stackid(regs, flags);
 }
@@ -122,7 +135,7 @@ static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_n
  * (unwind_walk), kprobe-type programs (uprobes, uretprobes, USDT, kprobes:
  * unwind_walk_kp) and tracepoints (on_tracepoint, sched_switch:
  * unwind_walk_tp; the copies are unwind_walk's instructions retargeted,
- * bpf/walker_copies.py). Where the user registers come from: the perf sample's or
+ * bpf/retarget.py). Where the user registers come from: the perf sample's or
  * the uprobe's pt_regs when they are user mode, else the task's saved user
  * registers (bpf_task_pt_regs). */
 #define CTX_PERF 0       /* struct bpf_perf_event_data */
@@ -253,28 +266,20 @@ static __always_inline void note_first_sample(void) {
         *first = bpf_ktime_get_ns();
 }
 
-/* The handlers, once per slot. perf events (profile, software, hardware):
+/* The handlers (slot 0's; each has a slot-1 copy named NAME_1, see
+ * handler_slot). perf events (profile, software, hardware):
  * on_cpu_sample; uprobes and USDT (user mode: no kernel stack): on_probe_hit;
  * kprobes: on_kprobe_hit; any tracepoint attached by name: on_tracepoint;
  * uretprobe: on_call_entry + on_call_return. */
 int on_cpu_sample(struct bpf_perf_event_data *ctx) {
     note_first_sample();
-    return count_stack(ctx, CTX_PERF, 1, 0);
+    return count_stack(ctx, CTX_PERF, 1, handler_slot());
 }
-int on_cpu_sample_1(struct bpf_perf_event_data *ctx) {
-    note_first_sample();
-    return count_stack(ctx, CTX_PERF, 1, 1);
-}
-int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 0, 0); }
-int on_probe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 0, 1); }
-int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 1, 0); }
-int on_kprobe_hit_1(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 1, 1); }
-int on_tracepoint(void *ctx) { return count_stack(ctx, CTX_TRACEPOINT, 1, 0); }
-int on_tracepoint_1(void *ctx) { return count_stack(ctx, CTX_TRACEPOINT, 1, 1); }
-int on_call_entry(struct pt_regs *ctx) { return call_entry(ctx, 0); }
-int on_call_entry_1(struct pt_regs *ctx) { return call_entry(ctx, 1); }
-int on_call_return(struct pt_regs *ctx) { return call_return(ctx, 0); }
-int on_call_return_1(struct pt_regs *ctx) { return call_return(ctx, 1); }
+int on_probe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 0, handler_slot()); }
+int on_kprobe_hit(struct pt_regs *ctx) { return count_stack(ctx, CTX_KPROBE, 1, handler_slot()); }
+int on_tracepoint(void *ctx) { return count_stack(ctx, CTX_TRACEPOINT, 1, handler_slot()); }
+int on_call_entry(struct pt_regs *ctx) { return call_entry(ctx, handler_slot()); }
+int on_call_return(struct pt_regs *ctx) { return call_return(ctx, handler_slot()); }
 
 /* offcpu: a target thread that blocks (not one preempted while runnable)
  * leaves its stacks here (a Python thread also its Python frames at the

@@ -10,7 +10,7 @@ type that calls it: ``unwind_walk`` for perf events (by
 programs (uprobes, uretprobes, USDT, kprobes) and ``unwind_walk_tp`` for
 tracepoints (``on_tracepoint``, offcpu's ``sched_switch``), each in its own
 array and under its own name; the copies are made from ``unwind_walk``'s
-instructions (bpf/walker_copies.py), not compiled apart.
+instructions (bpf/retarget.py), not compiled apart.
 
 Owns :func:`load_probe_walker` (through bpf/probe_copies.py),
 :func:`read_walked` (the weighted probes' walked stacks, kept run-long per
@@ -31,8 +31,8 @@ from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.python_walk import PythonWalker, load_copy
 from bpftop.bpf.raw import Packed, RawSample
+from bpftop.bpf.retarget import load_walker_copy
 from bpftop.bpf.unwinder import WALKER_ID_BIT
-from bpftop.bpf.walker_copies import load_walker_copy
 
 # (function, its prog array, BCC's program type attribute)
 KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bpftop.bpf.attach import PERF_HANDLERS, PROBE_HANDLERS, TRACEPOINT_HANDLERS, Attachment
+from bpftop.bpf.attach import COMPILED_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
 from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
@@ -40,6 +40,7 @@ from bpftop.bpf.program_text import (
 from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.resolve import Plan, resolve
+from bpftop.bpf.retarget import load_slot_copies
 from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import (
     ProgStats,
@@ -176,13 +177,9 @@ class CpuSampler:
     def _load_handlers(self, bcc: Any) -> None:
         """Load (verify) every handler now, so attaching later never compiles."""
         bpf = self._bpf
-        for names, prog_type in (
-            (PERF_HANDLERS, bcc.BPF.PERF_EVENT),
-            (PROBE_HANDLERS, bcc.BPF.KPROBE),
-            (TRACEPOINT_HANDLERS, bcc.BPF.TRACEPOINT),
-        ):
-            for name in names:
-                bpf.load_func(name, prog_type)
+        for name, kind in COMPILED_HANDLERS:
+            bpf.load_func(name, getattr(bcc.BPF, kind))
+        load_slot_copies(bpf, bcc.BPF, COMPILED_HANDLERS)
         # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
         if b"sched:sched_switch" in bpf.tracepoint_fds:
             bpf.detach_tracepoint(b"sched:sched_switch")

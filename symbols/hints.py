@@ -6,21 +6,34 @@ would name a file: ``dpkg -S`` finds the package that owns it, then the
 ``-dbg`` package is preferred when apt knows it (``libc6-dbg``), else the
 ``-dbgsym`` one from the debian-debug archive is named; and :class:`Hints`,
 for callers that must not wait for that lookup. It runs short commands that
-take seconds on a busy machine, so it is computed once per file, never per
-sample, and for a live view on a helper thread. Nothing here raises.
+take seconds on a busy machine (``dpkg -S`` and ``apt-cache policy`` for
+python3.11: ~1.2 CPU-s), so it is computed once per file, never per sample,
+for a live view on a helper thread, and the answers are kept on disk
+(``debug-packages.json`` in the symbol cache folder, symbols/disk_cache.py)
+for as long as dpkg's and apt's databases are unchanged (their mtimes).
+Nothing here raises.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from functools import lru_cache
 
+from bpftop.symbols.disk_cache import default_cache_dir
 from bpftop.symbols.frame import Frame, Unresolved
 
 COMMAND_TIMEOUT_S = 5.0
+SAVED_FILE = "debug-packages.json"
+MAX_SAVED = 1000  # answers kept on disk; the oldest go first
+# What the answers depend on: which package owns a file, which packages apt knows.
+DATABASES = ("/var/lib/dpkg/status", "/var/cache/apt/pkgcache.bin")
+_SAVED_LOCK = threading.Lock()  # lookups run on several threads
 
 _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.UNMAPPED: "address outside every mapping of the process "
@@ -93,12 +106,74 @@ def debug_package_for(path: str) -> str | None:
     """The debug package that would name ``path``'s functions, or None if unknown."""
     if not path.startswith("/"):
         return None
+    stamp = _databases_stamp()
+    saved = _saved(stamp)
+    if path in saved:
+        return saved[path]
+    package = _look_up(path)
+    _save(stamp, path, package)
+    return package
+
+
+def _look_up(path: str) -> str | None:
     package = owning_package(path)
     if package is None:
         return None
     if _apt_knows(f"{package}-dbg"):
         return f"{package}-dbg"
     return f"{package}-dbgsym"
+
+
+def _databases_stamp() -> list[int]:
+    stamp = []
+    for database in DATABASES:
+        try:
+            stamp.append(os.stat(database).st_mtime_ns)
+        except OSError:
+            stamp.append(0)
+    return stamp
+
+
+def _saved_path() -> str | None:
+    folder = default_cache_dir()
+    return os.path.join(folder, SAVED_FILE) if folder else None
+
+
+def _saved(stamp: list[int]) -> dict[str, str | None]:
+    """The answers saved while the databases were as ``stamp`` says ({}: none)."""
+    where = _saved_path()
+    if where is None:
+        return {}
+    with _SAVED_LOCK:
+        try:
+            with open(where) as f:
+                raw = json.load(f)
+        except (OSError, ValueError):
+            return {}
+    if not isinstance(raw, dict) or raw.get("stamp") != stamp:
+        return {}
+    packages = raw.get("packages")
+    if not isinstance(packages, dict):
+        return {}
+    return {k: v for k, v in packages.items() if isinstance(v, str | None)}
+
+
+def _save(stamp: list[int], path: str, package: str | None) -> None:
+    where = _saved_path()
+    if where is None:
+        return
+    answers = {**_saved(stamp), path: package}
+    answers = dict(list(answers.items())[-MAX_SAVED:])
+    with _SAVED_LOCK, contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(where), exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=os.path.dirname(where), prefix=".debug-packages.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"stamp": stamp, "packages": answers}, f)
+            os.replace(partial, where)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)  # a failed write's; gone once replaced
 
 
 def hint(frame: Frame) -> str:

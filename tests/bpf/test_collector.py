@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.program import CpuSampler
+from bpftop.symbols import hints
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import CallNode, Phase, Snapshot
 from bpftop.tui.model.timemode import TimeMode, TimeSetting
@@ -166,6 +167,31 @@ def test_headless_ticks_carry_no_tree_and_the_last_snapshot_has_everything(demo)
     assert last is not None and last is watched.snapshots[-1]
     assert last.tree.total_count == last.stats.total_samples > 50
     assert "mix_round" in labels(last)
+
+
+def test_headless_ticks_look_up_no_debug_packages(
+    workloads: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # record shows no unknown-frame hints: it must not run dpkg and apt-cache
+    # for them (~1 CPU-s at start-up on a python3 target).
+    looked_up: list[str] = []
+    monkeypatch.setattr(hints, "debug_package_for", looked_up.append)
+    stripped = tmp_path / "split-stripped"
+    shutil.copy(workloads / "split", stripped)
+    subprocess.run(["strip", "-s", str(stripped)], check=True)
+    target = subprocess.Popen([str(stripped), "30"])
+    collector = Collector(target.pid, CpuSampler(199), interval_s=0.3)
+    collector.headless = True
+    watched = Watched(collector)
+    try:
+        watched.wait(lambda s: s.stats.total_samples > 200, 20)
+    finally:
+        collector.stop()
+        target.kill()
+        target.wait()
+    last = collector.last
+    assert last is not None and any(h.label.startswith("split-stripped+0x") for h in last.hot)
+    assert looked_up == [] and all(s.unknown == () for s in watched.snapshots)
 
 
 def test_the_fallback_headers_note_stays_in_every_snapshot(demo) -> None:

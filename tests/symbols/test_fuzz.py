@@ -20,6 +20,7 @@ from bpftop.symbols.elf_cache import ElfCache
 from bpftop.symbols.kallsyms import KernelSymbols
 from bpftop.symbols.maps import ProcessMaps, parse_line
 from bpftop.symbols.perfmap import PerfMap, parse_perf_map_line
+from bpftop.symbols.unwind_table import build_unwind_table
 
 FUZZ = settings(
     max_examples=1500,
@@ -90,6 +91,9 @@ def test_mutated_elf_never_raises(seeds, which: int, mutations) -> None:
     data = _mutate(seeds[which], mutations)
     _exercise(ElfIndex.from_bytes(data))
     read_build_id(io.BytesIO(data))
+    table = build_unwind_table(io.BytesIO(data))
+    if table is not None:
+        table.lookup(0x1139)
 
 
 @settings(FUZZ, max_examples=300)

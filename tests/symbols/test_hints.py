@@ -3,6 +3,7 @@ Debian package that would help."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -65,6 +66,33 @@ def test_package_lookup_runs_once_per_file(monkeypatch, tmp_path) -> None:
         for _ in range(5):
             assert debug_package_for(path) == "libfoo1-dbgsym"
         assert len(calls) == 2  # one dpkg -S, one apt-cache policy
+    finally:
+        debug_package_for.cache_clear()
+
+
+def test_answers_are_kept_on_disk_until_dpkg_or_apt_changes(monkeypatch, tmp_path) -> None:
+    calls: list[list[str]] = []
+
+    def fake_run(args: list[str]) -> str | None:
+        calls.append(args)
+        return "libfoo1:amd64: /x\n" if args[0] == "dpkg" else None
+
+    status, pkgcache = tmp_path / "status", tmp_path / "pkgcache.bin"
+    status.write_text("")
+    monkeypatch.setattr(hints, "_run", fake_run)
+    monkeypatch.setattr(hints, "DATABASES", (str(status), str(pkgcache)))
+    path = str(tmp_path / "libfoo.so.1")
+    debug_package_for.cache_clear()
+    try:
+        assert debug_package_for(path) == "libfoo1-dbgsym" and len(calls) == 2
+        debug_package_for.cache_clear()  # a later run: the answer is on disk
+        assert debug_package_for(path) == "libfoo1-dbgsym" and len(calls) == 2
+        pkgcache.write_text("")  # apt updated its lists: asked again
+        debug_package_for.cache_clear()
+        assert debug_package_for(path) == "libfoo1-dbgsym" and len(calls) == 4
+        os.utime(status, ns=(1, 1))  # dpkg installed or removed something
+        debug_package_for.cache_clear()
+        assert debug_package_for(path) == "libfoo1-dbgsym" and len(calls) == 6
     finally:
         debug_package_for.cache_clear()
 

@@ -105,7 +105,7 @@ class Collector:
         self._stop, self._stop_ns = threading.Event(), 0  # stop(): when it was first called
         self._wake = threading.Event()  # a request arrived, or stop
         self.source_lines = False  # asked for by the app (the L key), read between ticks
-        self.headless = False  # record: only the last snapshot's tree and table are read
+        self.headless = False  # record: reads the last snapshot's tree and table; no hints (dpkg)
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -378,7 +378,7 @@ class Collector:
             hot=current.hot_functions(limit=500),
             hot_by_symbol=current.hot_functions(limit=500, by_symbol=True),
             message="; ".join(filter(None, (message, *self.python_notes))),
-            unknown=unknown_shares(profile.unknown, self._hints),
+            unknown=() if self.headless else unknown_shares(profile.unknown, self._hints),
             maps=facts.maps,  # (record reads only the last snapshot's)
             overhead=facts.overhead,
             time_mode=profile.label,
