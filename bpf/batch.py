@@ -94,9 +94,9 @@ class HashDrain:
             )
             err = ct.get_errno() if res != 0 else 0
             got = int(count.value)
-            if got:
-                keys.append(self._keys.raw[: got * self.key_size])
-                values.append(self._values.raw[: got * self.value_size])
+            if got:  # (``.raw`` would copy the whole buffer first)
+                keys.append(ct.string_at(self._keys, got * self.key_size))
+                values.append(ct.string_at(self._values, got * self.value_size))
                 total += got
             if res == 0:
                 started = True

@@ -16,7 +16,7 @@ from typing import Any
 
 from bpftop.bpf.batch import HashDrain, record_format
 from bpftop.bpf.python_walk import PythonStack
-from bpftop.bpf.raw import Addresses, RawSample
+from bpftop.bpf.raw import Addresses, Packed, RawSample
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
 
@@ -26,7 +26,7 @@ class StackReader:
     def __init__(
         self,
         table: Any,
-        walked: dict[int, Addresses] | None = None,
+        walked: dict[int, Packed] | None = None,
         python: dict[int, PythonStack] | None = None,
     ) -> None:
         self._table = table
@@ -43,7 +43,9 @@ class StackReader:
             return (), errno.errorcode.get(-stack_id, str(stack_id))
         if stack_id & WALKER_ID_BIT:  # from the .eh_frame walker's own store
             walked = self._walked.get(stack_id)
-            return (walked, "") if walked is not None else ((), "ENOENT")
+            if walked is None:
+                return (), "ENOENT"
+            return tuple(memoryview(walked).cast("Q")), ""
         found = self._cache.get(stack_id)
         if found is None:
             try:
@@ -58,7 +60,10 @@ class StackReader:
         kernel, kernel_err = self.read(key.kernel_stack_id)
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
-        sample = RawSample(key.tgid, key.tid, user, kernel, count, user_err, kernel_err)
+        packed = self._walked.get(key.user_stack_id, b"")  # (get_stackid's ids: none there)
+        sample = RawSample(
+            key.tgid, key.tid, user, kernel, count, user_err, kernel_err, user_key=packed
+        )
         python = self._python.get(getattr(key, "python_stack_id", 0))
         if python is None:  # none (0), or lost (-EEXIST): the native stack alone
             return sample
@@ -70,7 +75,8 @@ class StackReader:
         """A uretprobe/offcpu entry: count and ns, the probed function innermost."""
         sample = self.sample(key, int(value.count))
         user = ((int(key.leaf_ip),) if key.leaf_ip else ()) + sample.user_stack
-        return dataclasses.replace(sample, user_stack=user, weight_ns=int(value.weight_ns))
+        weight_ns = int(value.weight_ns)
+        return dataclasses.replace(sample, user_stack=user, weight_ns=weight_ns, user_key=b"")
 
 
 def clear_stacks(table: Any) -> None:

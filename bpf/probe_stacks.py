@@ -30,7 +30,7 @@ from typing import Any
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.python_walk import PythonWalker, load_copy
-from bpftop.bpf.raw import Addresses, RawSample
+from bpftop.bpf.raw import Packed, RawSample
 from bpftop.bpf.retarget import load_walker_copy
 from bpftop.bpf.unwinder import WALKER_ID_BIT
 
@@ -70,16 +70,16 @@ def is_walked(stack_id: int) -> bool:
     return stack_id >= 0 and bool(stack_id & WALKER_ID_BIT)
 
 
-def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, Addresses]:
-    """The walked stacks of ``stack_ids`` found in ``table`` (a ``uwstacks`` map).
-    They stay there: an offcpu entry may still refer to them."""
-    found: dict[int, Addresses] = {}
+def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, Packed]:
+    """The walked stacks of ``stack_ids`` found in ``table`` (a ``uwstacks`` map),
+    packed. They stay there: an offcpu entry may still refer to them."""
+    found: dict[int, Packed] = {}
     for stack_id in {s for s in stack_ids if is_walked(s)}:
         try:
             leaf = table[ct.c_uint32(stack_id)]
         except KeyError:
             continue
-        found[stack_id] = tuple(leaf.addrs[: min(int(leaf.len), len(leaf.addrs))])
+        found[stack_id] = bytes(leaf.addrs)[: 8 * min(int(leaf.len), len(leaf.addrs))]
     return found
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Addresses as the kernel gave them, innermost (the sampled IP) first.
 Addresses = tuple[int, ...]
+# The same as the kernel wrote them: native 64-bit words (``array("Q", addresses)``'s bytes).
+Packed = bytes
 # A Python frame as the kernel read it: (code object address, instruction
 # index, is_entry, identity of the code object then: 0 unreadable); a stack
 # of them is innermost first (bpf/python.bpf.c).
@@ -34,6 +36,9 @@ class RawSample:
     weight_ns: int = 0
     python_stack: tuple[RawPyFrame, ...] = ()  # the thread's Python frames, if any
     python_truncated: bool = False  # ... cut at the root end (too deep)
+    # ``user_stack`` packed, when the drain read it so (the walker's stacks): what
+    # the stack cache looks a stack up by; b"": pack ``user_stack`` for that.
+    user_key: Packed = field(default=b"", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpftop.bpf.batch import Drained, HashDrain
-from bpftop.bpf.raw import Addresses
+from bpftop.bpf.raw import Packed
 
 MODES = {"fp": 0, "dwarf": 1, "auto": 2}
 ROW_SIZE = 16  # sizeof(struct unwind_row)
@@ -256,7 +256,7 @@ class Unwinder:
         with self._poll_lock:
             pass
 
-    def take_stacks(self, generation: int) -> dict[int, Addresses]:
+    def take_stacks(self, generation: int) -> dict[int, Packed]:
         """Every walked stack of an inactive generation, removed from the store."""
         return _stacks(self._drains[generation].drain(), self._stores[generation].Leaf)
 
@@ -292,16 +292,18 @@ def _write(array: Any, start: int, values: Any) -> None:
     array.items_update_batch(keys, values)
 
 
-def _stacks(drained: Drained, leaf: Any) -> dict[int, Addresses]:
-    """Stack id -> addresses from a drained store (u32 keys, ``struct ustack`` values)."""
+def _stacks(drained: Drained, leaf: Any) -> dict[int, Packed]:
+    """Stack id -> its addresses packed (the bytes of the value's words in use),
+    from a drained store (u32 keys, ``struct ustack`` values): a slice each, no
+    int object per address (the collector makes those for new stacks only)."""
     ids = memoryview(drained.keys).cast("I").tolist()
-    words = memoryview(drained.values).cast("Q")
-    halves = memoryview(drained.values).cast("I")
-    stride = ct.sizeof(leaf) // 8
-    len_at, addrs_at = leaf.len.offset // 4, leaf.addrs.offset // 8
+    values = drained.values
+    halves = memoryview(values).cast("I")
+    size = ct.sizeof(leaf)
+    len_at, addrs_at = leaf.len.offset // 4, leaf.addrs.offset
     depth = leaf.addrs.size // 8
-    stacks: dict[int, Addresses] = {}
+    stacks: dict[int, Packed] = {}
     for i, stack_id in enumerate(ids):
-        first = i * stride + addrs_at
-        stacks[stack_id] = tuple(words[first : first + min(halves[2 * i * stride + len_at], depth)])
+        first = i * size + addrs_at
+        stacks[stack_id] = values[first : first + 8 * min(halves[i * size // 4 + len_at], depth)]
     return stacks

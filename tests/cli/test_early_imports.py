@@ -24,17 +24,24 @@ def test_the_command_module_imports_nothing_heavy() -> None:
     assert [name for name in HEAVY if name in listed] == []
 
 
-def test_numpy_starts_no_blas_threads_and_leaves_no_variable() -> None:
-    """numpy's OpenBLAS would start a spinning worker thread per core at import."""
+def test_numpy_starts_no_blas_threads_asks_no_huge_pages_and_leaves_no_variable() -> None:
+    """numpy's OpenBLAS would start a spinning worker thread per core at import;
+    and numpy would ask for huge pages for its large arrays."""
     code = (
         "import os\n"
         "from bpftop.tui.cli.main import import_numpy_quietly\n"
         "import_numpy_quietly()\n"
         "import numpy\n"
-        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "from numpy._core.multiarray import _get_madvise_hugepage\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),\n"
+        "      os.environ.get('NUMPY_MADVISE_HUGEPAGE'), _get_madvise_hugepage())\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_NUM_THREADS") and k != "NUMPY_MADVISE_HUGEPAGE"
+    }
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     ).stdout.split()
-    assert out == ["1", "None"]
+    assert out == ["1", "None", "None", "False"]

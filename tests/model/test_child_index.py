@@ -29,6 +29,11 @@ def test_finds_what_was_added_across_growth_and_misses_the_rest() -> None:
             for pair in zip(asked_parents.tolist(), asked_keys.tolist(), strict=True)
         ]
         assert index.find(asked_parents, asked_keys, parent, key_id).tolist() == expected
+        one_by_one = [
+            index.find_one(p, k, parent, key_id)
+            for p, k in zip(asked_parents[::7].tolist(), asked_keys[::7].tolist(), strict=True)
+        ]
+        assert one_by_one == expected[::7]
     assert index.size == len(oracle) > 5_000
     assert index.size <= MAX_LOAD * index.capacity < 2 * index.size  # 4 B a slot
 

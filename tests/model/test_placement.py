@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpftop.tui.model.placement import add_up, mark_firsts, place
+from bpftop.tui.model.placement import ADD_UP_LEAVES, FEW_WALKED, add_up, mark_firsts, place
 from bpftop.tui.model.store import FIRST_OF_FUNCTION, FIRST_OF_SYMBOL, INLINED, ROOT, Ids, TreeStore
 
 
@@ -58,6 +58,39 @@ def test_batches_match_a_dict_of_paths() -> None:
         assert found.tolist() == list(range(1, store.size))
 
 
+def test_the_last_stacks_walked_one_by_one_find_and_share_nodes() -> None:
+    """A big batch leaves the depth walk with a few deep stacks: known to the
+    leaf, known halfway then new, new and taking the same way twice."""
+    rng = np.random.default_rng(5)
+    store = TreeStore()
+    deep = [1, *rng.integers(10, 200, 60).tolist()]
+    place(store, np.array(deep, np.int32), np.zeros(61, np.uint8), np.zeros(1, np.int64),
+          np.array([61], np.int64))  # fmt: skip
+    known = store.size
+    wide = [[2, int(k)] for k in rng.permutation(np.arange(1000, 1000 + FEW_WALKED * 4))]
+    halfway = [*deep[:30], 7, 7, 7]
+    stacks = [*wide, deep, halfway, [3, 4, 5, 6, 7], [3, 4, 5, 6, 8], deep[:10]]
+    lengths = np.array([len(stack) for stack in stacks], np.int64)
+    starts = np.cumsum(lengths) - lengths
+    keys = np.array([key for stack in stacks for key in stack], np.int32)
+    flags = (np.arange(len(keys)) % 3).astype(np.uint8)
+    nodes = place(store, keys, flags, starts, lengths).tolist()
+    oracle: dict[tuple[int, ...], int] = {}
+    for start, stack in zip(starts.tolist(), stacks, strict=True):
+        for depth in range(1, len(stack) + 1):
+            node = nodes[start + depth - 1]
+            assert oracle.setdefault(tuple(stack[:depth]), node) == node
+            assert int(store.key_id[node]) == stack[depth - 1]
+            assert int(store.depth[node]) == depth
+            parent = oracle[tuple(stack[: depth - 1])] if depth > 1 else ROOT
+            assert int(store.parent[node]) == parent
+    at = {tuple(stack): int(start) for start, stack in zip(starts.tolist(), stacks, strict=True)}
+    assert max(nodes[at[tuple(deep)] : at[tuple(deep)] + 61]) < known  # all found
+    assert store.size == len(oracle) + 1
+    first_new = at[tuple(halfway)] + 30
+    assert store.flags[nodes[first_new]] == flags[first_new]
+
+
 def test_new_nodes_take_the_flags_of_their_first_position() -> None:
     store = TreeStore()
     keys = np.array([1, 2, 9, 1, 2, 8, 1, 3], np.int32)  # three stacks: 1;2;9  1;2;8  1;3
@@ -87,6 +120,34 @@ def test_add_up_reaches_every_ancestor_once_per_leaf() -> None:
     assert total.tolist() == [by_node[node] for node in range(5)]
     assert fn_total.tolist() == [0, 10111, 10101, 0, 10, 0, 0, 0]  # 1 once for 1;2;1
     assert symbol_total.tolist() == [0, 10111 + 10001, 0, 0, 0, 0, 0, 0]  # as flagged
+
+
+def test_add_up_over_several_gathers_matches_a_walk_up_each_leaf() -> None:
+    """More leaves than one gather takes, of many depths (the root and process
+    nodes among them), against adding along each leaf's path one by one."""
+    rng = np.random.default_rng(11)
+    store = TreeStore()
+    stacks = _batch(rng, ADD_UP_LEAVES)
+    lengths = np.array([len(stack) for stack in stacks], np.int64)
+    keys = np.array([key for stack in stacks for key in stack], np.int32)
+    flags = rng.choice(np.array([0, 4, 8, 12], np.uint8), len(keys))
+    place(store, keys, flags, np.cumsum(lengths) - lengths, lengths)
+    leaves = rng.permutation(store.size)[: ADD_UP_LEAVES + 300].astype(np.int32)
+    counts = rng.integers(1, 1000, len(leaves))
+    expected = [np.zeros(n, np.int64) for n in (store.size, 20, 20)]
+    for leaf, count in zip(leaves.tolist(), counts.tolist(), strict=True):
+        node = leaf
+        while True:
+            expected[0][node] += count
+            for flag, table in ((FIRST_OF_FUNCTION, expected[1]), (FIRST_OF_SYMBOL, expected[2])):
+                if store.flags[node] & flag:
+                    table[store.key_id[node]] += count
+            if node == ROOT:
+                break
+            node = int(store.parent[node])
+    got = [np.zeros(n, np.int64) for n in (store.size, 20, 20)]
+    add_up(store, leaves, counts, *got)
+    assert [g.tolist() for g in got] == [e.tolist() for e in expected]
 
 
 def test_only_children_stay_out_of_the_index_until_a_sibling_comes() -> None:

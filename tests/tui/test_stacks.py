@@ -4,6 +4,7 @@ or off rebuilds stacks as they come back."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 from bpftop.bpf.raw import RawSample
@@ -52,6 +53,21 @@ def test_frames_are_root_first_and_built_once_per_distinct_stack() -> None:
     assert symbolizer.calls == ["user", "kernel"], "the second lookup symbolizes nothing"
     cache.lookup(sample((4, 2, 1), (9, 8)))
     assert symbolizer.calls.count("user") == 2, "another address stack is a new stack"
+
+
+def test_a_stack_packed_by_the_drain_is_the_stack_its_addresses_are() -> None:
+    """The walker's stacks come with their packed addresses (``user_key``): the
+    same cache entry as the same addresses without them (perf_event's samples)."""
+    symbolizer = CountingSymbolizer()
+    cache = StackCache(symbolizer, offsets=False, mangled=False)
+    user = (0x7F00_0000_1234, 0x5500_0000_0042, 1)
+    stack = cache.lookup(sample(user))
+    drained = RawSample(7, 7, user, (), 1, user_key=array("Q", user).tobytes())
+    assert drained == sample(user), "a sample is its fields, however it came"
+    assert cache.lookup(drained) is stack
+    other = RawSample(7, 7, (9, 9), (), 1, user_key=array("Q", (9, 9)).tobytes())
+    assert cache.lookup(other) is not stack
+    assert symbolizer.calls.count("user") == 2
 
 
 def test_source_lines_rebuild_stacks_only_on_a_change() -> None:

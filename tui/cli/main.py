@@ -81,12 +81,19 @@ def _main(args: list[str]) -> int:
 def import_numpy_quietly() -> None:
     """Import numpy with its OpenBLAS told to use one thread. Else it starts a
     worker thread per core at import, which spins ~0.05 CPU-s of every start
-    (bpftop does no BLAS work). The variable is gone again afterwards, so a
-    command bpftop starts (-- COMMAND) does not inherit it."""
+    (bpftop does no BLAS work). And with no huge pages for its arrays
+    (``NUMPY_MADVISE_HUGEPAGE=0``): numpy asks for them on every array of 4 MB
+    or more, and each first write into such an array then zeroes a whole 2 MB
+    page (the count copies, the store's columns; ~3 ms a second of the live
+    view's at scale went to that, perf). The variables are gone again afterwards,
+    so a command bpftop starts (-- COMMAND) does not inherit them."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    told = {"OPENBLAS_NUM_THREADS": "1", "NUMPY_MADVISE_HUGEPAGE": "0"}
+    told = {name: value for name, value in told.items() if name not in os.environ}
+    os.environ.update(told)
     try:
         import numpy  # noqa: F401
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        for name in told:
+            del os.environ[name]

@@ -88,7 +88,7 @@ class StackCache:
         and why any of them are unknown; symbolized once per distinct stack."""
         key = (
             sample.tgid,
-            _packed(sample.user_stack),
+            sample.user_key or _packed(sample.user_stack),
             _packed(sample.kernel_stack),
             _packed_python(sample),
         )

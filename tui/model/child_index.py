@@ -66,13 +66,23 @@ class ChildIndex:
             going_on = held & ~hit
             todo, at = todo[going_on], (at[going_on] + 1) & mask
         for i, position in zip(todo.tolist(), at.tolist(), strict=True):
-            wanted_parent, wanted_key = int(parents[i]), int(keys[i])
-            while (node_id := int(table[position])) != EMPTY:
-                if parent[node_id] == wanted_parent and key_id[node_id] == wanted_key:
-                    found[i] = node_id
-                    break
-                position = (position + 1) & mask
+            found[i] = self.find_one(int(parents[i]), int(keys[i]), parent, key_id, position)
         return found
+
+    def find_one(
+        self, wanted_parent: int, wanted_key: int, parent: Ids, key_id: Ids, position: int = -1
+    ) -> int:
+        """The node that is ``wanted_parent``'s child with ``wanted_key``, -1 if
+        none is; probed from ``position`` (default: the pair's home slot)."""
+        if position < 0:
+            hashed = ((wanted_parent << 32 | wanted_key) * int(_GOLDEN)) & 0xFFFF_FFFF_FFFF_FFFF
+            position = hashed >> (64 - self._bits)
+        table, mask = self._nodes, self.capacity - 1
+        while (node_id := int(table[position])) != EMPTY:
+            if parent[node_id] == wanted_parent and key_id[node_id] == wanted_key:
+                return node_id
+            position = (position + 1) & mask
+        return EMPTY
 
     def add(self, nodes: Ids, parent: Ids, key_id: Ids) -> None:
         """Index ``nodes`` (distinct, rows written, none indexed yet)."""

@@ -1,17 +1,15 @@
 """The call tree's shape in growable arrays, and immutable snapshots of its counts.
 
-``TreeStore`` owns the shape: one row per node (parent, key id, depth, first
-child, next sibling, flags), appended as new stacks arrive and never moved or
-removed, so a node id is stable for the life of the store. Counts are not kept
-here: each ``Profile`` keeps its own count arrays over a store it may share.
+``TreeStore`` owns the shape: one row per node (parent, key id, depth, first child,
+next sibling, flags), appended as new stacks arrive, never moved or removed (a node
+id is stable for the store's life); counts are each ``Profile``'s, over a store it may share.
 
 ``LiveTree`` is one snapshot: copies of the counts as of a freeze, plus the
 store's columns (views of those that never change once a row is written; the
 one linking column that changes, ``first_child``, read so that children made
-since are skipped). Its nodes (``LiveNode``) are made only when a view asks
-for them, children sorted hottest first on first access, so a freeze costs
-two array copies instead of a walk over the tree.
-No Textual here.
+since are skipped). Its nodes (``LiveNode``) are made only when a view asks for
+them, children sorted hottest first on first access, so a freeze costs two
+array copies instead of a walk over the tree. No Textual here.
 """
 
 from __future__ import annotations
@@ -98,6 +96,13 @@ class TreeStore:
                 parents[several], key_ids[several], self._parent, self._key_id
             )
         return found
+
+    def child(self, parent: int, key_id: int) -> int:
+        """``find`` for one pair: ``parent``'s child with ``key_id``, or -1."""
+        first = int(self._first_child[parent])
+        if first >= 0 and self._next_sibling[first] >= 0:  # several children: indexed
+            return self._index.find_one(parent, key_id, self._parent, self._key_id)
+        return first if first >= 0 and self._key_id[first] == key_id else -1
 
     def append(
         self, parents: Ids, key_ids: Ids, flags: npt.NDArray[np.uint8], depths: Depths
