@@ -33,7 +33,7 @@ SAVED_FILE = "debug-packages.json"
 MAX_SAVED = 1000  # answers kept on disk; the oldest go first
 # What the answers depend on: which package owns a file, which packages apt knows.
 DATABASES = ("/var/lib/dpkg/status", "/var/cache/apt/pkgcache.bin")
-_SAVED_LOCK = threading.Lock()  # lookups run on several threads
+_SAVED_LOCK = threading.RLock()  # lookups run on several threads: one reads or saves at a time
 
 _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.UNMAPPED: "address outside every mapping of the process "
@@ -162,9 +162,9 @@ def _save(stamp: list[int], path: str, package: str | None) -> None:
     where = _saved_path()
     if where is None:
         return
-    answers = {**_saved(stamp), path: package}
-    answers = dict(list(answers.items())[-MAX_SAVED:])
-    with _SAVED_LOCK, contextlib.suppress(OSError):
+    with _SAVED_LOCK, contextlib.suppress(OSError):  # read, add and write as one
+        answers = {**_saved(stamp), path: package}
+        answers = dict(list(answers.items())[-MAX_SAVED:])
         os.makedirs(os.path.dirname(where), exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=os.path.dirname(where), prefix=".debug-packages.")
         try:

@@ -118,3 +118,16 @@ def test_hints_never_wait_for_the_package_lookup(monkeypatch, tmp_path) -> None:
     assert "install libx1-dbgsym" in live.hint(frame)
     gone = Frame(None, "", 0x10, reason=Unresolved.PROCESS_GONE)
     assert live.hint(gone) == hint(gone), "other reasons answer at once"
+
+
+def test_answers_saved_at_once_are_all_kept() -> None:
+    stamp = hints._databases_stamp()
+    saves = [
+        threading.Thread(target=hints._save, args=(stamp, f"/lib/x{i}.so", f"x{i}-dbgsym"))
+        for i in range(20)
+    ]
+    for save in saves:
+        save.start()
+    for save in saves:
+        save.join()
+    assert hints._saved(stamp) == {f"/lib/x{i}.so": f"x{i}-dbgsym" for i in range(20)}
