@@ -53,14 +53,21 @@ class ProbeCopies:
 
     def ensure(self, kind: ProbeKind) -> None:
         """Load the copies probe ``kind``'s handlers tail-call, unless they are
-        loaded (raises what BCC raises when the kernel refuses one)."""
+        loaded; one the kernel refuses does not keep the other from loading
+        (then raises what BCC raised for the first refused)."""
         with self._lock:
             if self._stopped:
                 return
-            if self._walker:
-                load_probe_walker(self._bpf, self._types, kind)
-            if self._python:
-                load_probe_copy(self._bpf, self._types, kind)
+            refused: Exception | None = None
+            loads = [load_probe_walker] if self._walker else []
+            loads += [load_probe_copy] if self._python else []
+            for load in loads:
+                try:
+                    load(self._bpf, self._types, kind)
+                except Exception as exc:
+                    refused = refused or exc
+            if refused is not None:
+                raise refused
 
     def preload(self) -> None:
         """Start verifying every copy on a thread (once; nothing to wait for:

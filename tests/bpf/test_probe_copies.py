@@ -132,7 +132,8 @@ def test_a_copy_the_kernel_refuses_leaves_the_switch_counting_by_frame_pointers(
     sampler: CpuSampler, workloads: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No walker for the probe kind: the switch still counts every hit, by
-    bpf_get_stackid, and the stacks say the walker did not start."""
+    bpf_get_stackid, the stacks say the walker did not start, and the Python
+    walker's copy is loaded regardless."""
 
     def refused(*_args: object) -> bool:
         raise OSError(13, "the kernel refused the walker's copy")
@@ -149,3 +150,4 @@ def test_a_copy_the_kernel_refuses_leaves_the_switch_counting_by_frame_pointers(
         held.kill()
     assert tick.total_samples == 20000 and tick.dropped_samples == 0
     assert bpf_qualities(tick, walker=True) == {BPF_WALKER: 0, BPF_WALKER_NOT_STARTED: 20000}
+    assert b"python_walk_tp" in sampler._bpf.funcs, "the Python walker's copy loads all the same"
