@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from bpftop.bpf.raw import MapUsage
 from bpftop.bpf.stats import ProgStats
-from bpftop.tui.collect.diag_facts import DiagnosticsFacts
+from bpftop.tui.collect.diag_facts import REFRESH_S, DiagnosticsFacts
+from bpftop.tui.views.diagnostics import diagnostics
+from tests.tui.demo_fixture import demo_snapshot
 
 
 class _Sampler:
@@ -49,3 +55,11 @@ def test_a_headless_collector_reads_only_for_its_last_snapshot() -> None:
         assert facts.read(sampler, True, False, True).maps == ()
     assert sampler.reads == 0
     assert facts.read(sampler, True, True, True).maps[0].used == 1
+
+
+def test_diagnostics_says_how_old_its_facts_are() -> None:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(diagnostics(demo_snapshot()))
+    screen = console.export_text()
+    assert f"BPF maps (read every {REFRESH_S:.0f} s)" in screen
+    assert f"Overhead (mean of the last {REFRESH_S:.0f} s)" in screen

@@ -2,9 +2,10 @@
 
 Owns :class:`DiagnosticsFacts`: the BPF maps' usage, the .eh_frame walker's
 state, the Python walker's counts and the overhead (bpftop's CPU, its BPF
-programs' run time). Reading them walks maps and reads a /proc fdinfo file
-per loaded BPF program: ~2 ms a tick at scale (bench.live --workload scale,
-timed on the collector thread), for figures that change slowly. So they are
+programs' run time). Reading them walks maps and asks the kernel for each
+loaded BPF program's run numbers: ~2 ms a tick at scale (bench.live
+--workload scale, timed on the collector thread, when those were read from
+/proc fdinfo), for figures that change slowly; Diagnostics says how old. So they are
 read on the first tick BPF is live, then once ``refresh_s`` has passed, and
 for every last snapshot (record's, or the one at exit); the snapshots between
 repeat the last reading, the overhead being an average over the time since

@@ -23,6 +23,7 @@ from textual.strip import Strip
 
 from bpftop.bpf.crash_log import log_path, logged_errors
 from bpftop.bpf.python_walk import MAX_FRAMES as PY_MAX_FRAMES
+from bpftop.tui.collect.diag_facts import REFRESH_S
 from bpftop.tui.model.snapshot import MapUsage, PythonCounts, Snapshot, UnwindState
 from bpftop.tui.widgets.lines_view import CachedLinesView
 
@@ -155,7 +156,8 @@ def unknown_table(snapshot: Snapshot) -> Table:
 
 
 def maps_table(maps: tuple[MapUsage, ...]) -> Table:
-    table = Table(title="BPF maps", title_justify="left", box=None)
+    title = f"BPF maps (read every {REFRESH_S:.0f} s)"
+    table = Table(title=title, title_justify="left", box=None)
     for name, justify in (("map", "left"), ("type", "left"), ("used / max", "right"),
                           ("fill", "right"), ("key B", "right"), ("value B", "right")):  # fmt: skip
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -174,7 +176,7 @@ def maps_table(maps: tuple[MapUsage, ...]) -> Table:
 
 def overhead_text(snapshot: Snapshot) -> Text:
     o = snapshot.overhead
-    text = Text("Overhead  ", "bold")
+    text = Text(f"Overhead (mean of the last {REFRESH_S:.0f} s)  ", "bold")
     text.append(f"bpftop CPU {o.cpu_percent:.1f}%   ")
     text.append(f"BPF programs {o.bpf_run_ns_per_s / 1e6:.2f} ms/s over ")
     text.append(f"{o.bpf_runs_per_s:,.0f} runs/s")
