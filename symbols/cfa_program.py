@@ -8,7 +8,7 @@ decoded table has them (so tables built by either are equal; see
 not know, or an operand running past the section's end, raises (IndexError,
 ValueError, struct.error: the caller makes the section unreadable); an
 instruction that cannot be carried out ends the run as failed, the rest is
-still read. Also the LEB128 readers of the format.
+still read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 
 from bpftop.symbols import cfa_rules as cr
-from bpftop.symbols.cfa_rules import Cfa, RegRule, Rule
+from bpftop.symbols.cfa_rules import Cfa, RegRule, Rule, sleb, uleb
 
 _ARGS_SIZE = 0x2E  # DW_CFA_GNU_args_size
 # Operands of each extended opcode pyelftools knows: "L" a LEB128 number,
@@ -198,30 +198,6 @@ def need(data: bytes, at: int, size: int) -> int:
     if at + size > len(data):
         raise IndexError("past the section's end")
     return at + size
-
-
-def uleb(data: bytes, at: int) -> tuple[int, int]:
-    """An unsigned LEB128 number at ``at`` and the offset past it."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def sleb(data: bytes, at: int) -> tuple[int, int]:
-    """A signed LEB128 number at ``at`` and the offset past it."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), at
 
 
 def _block(data: bytes, at: int) -> tuple[bytes, int]:

@@ -7,7 +7,7 @@ arg)`` -- the order of ``unwind_table.ROW_FORMAT`` after the pc. Only CFA =
 rsp + off or rbp + off, the return address at CFA + off and rbp at CFA + off
 (or unchanged) are followed; the ``.plt`` CFA expression is recognized as
 ``PLT``; anything else is ``UNSUPPORTED`` and an undefined return address
-``STOP``. Pure functions on plain tuples; no I/O.
+``STOP``. Also the format's LEB128 readers. Pure functions on plain tuples; no I/O.
 """
 
 from __future__ import annotations
@@ -105,7 +105,10 @@ def plt_rule(expr: bytes) -> tuple[int, int] | None:
     """(offset N, threshold K) of the .plt CFA expression, or None if it is another one."""
     if len(expr) < 2 or expr[0] != _DW_OP_BREG7:
         return None
-    offset, at = _sleb128(expr, 1)
+    try:
+        offset, at = sleb(expr, 1)
+    except IndexError:  # cut short
+        return None
     rest = expr[at:]
     if len(rest) != 9 or rest[:4] != _PLT_TAIL or rest[5:] != _PLT_END:
         return None
@@ -113,15 +116,25 @@ def plt_rule(expr: bytes) -> tuple[int, int] | None:
     return (offset, threshold) if 0 <= threshold < 16 else None
 
 
-def _sleb128(data: bytes, at: int) -> tuple[int, int]:
+def uleb(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned LEB128 number at ``at`` and the offset past it."""
     value = shift = 0
-    while at < len(data):
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def sleb(data: bytes, at: int) -> tuple[int, int]:
+    """A signed LEB128 number at ``at`` and the offset past it."""
+    value = shift = 0
+    while True:
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
         shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            break
-    return value, at
+        if byte < 0x80:
+            return (value - (1 << shift) if byte & 0x40 else value), at

@@ -34,7 +34,8 @@ import struct
 from dataclasses import dataclass
 
 from bpftop.symbols import cfa_rules as cr
-from bpftop.symbols.cfa_program import Row, State, need, run_program, skip_program, sleb, uleb
+from bpftop.symbols.cfa_program import Row, State, need, run_program, skip_program
+from bpftop.symbols.cfa_rules import sleb, uleb
 from bpftop.symbols.elf_sections import SectionData
 
 MAX_PC = 0xFFFF_FFFF

@@ -1,7 +1,9 @@
 """The unwind-table build bpftop had before its own .eh_frame decoder: pyelftools
 0.33's decoded CFI tables turned into rows (symbols/unwind_table.py up to
-2c2f621, unchanged but for its name). Kept for tests only, as the reference
-the decoder's tables must equal (tests/symbols/test_eh_frame.py)."""
+2c2f621, unchanged but for its name; the .plt expression and the register
+numbers, which both builds share, come from symbols/cfa_rules.py). Kept for
+tests only, as the reference the decoder's tables must equal
+(tests/symbols/test_eh_frame.py)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,11 @@ from typing import IO, Any
 
 from elftools.elf.elffile import ELFFile
 
+from bpftop.symbols.cfa_rules import REG_RA, REG_RBP, REG_RSP, plt_rule
 from bpftop.symbols.unwind_table import RowKind, UnwindRow, UnwindTable
 
-REG_RBP = 6
-REG_RSP = 7
-REG_RA = 16
 DW_CFA_GNU_ARGS_SIZE = 0x2E
 MAX_PC = 0xFFFF_FFFF
-_DW_OP_BREG7 = 0x77
-_PLT_TAIL = bytes([0x80, 0x00, 0x3F, 0x1A])  # breg16 0; lit15; and
-_PLT_END = bytes([0x2A, 0x33, 0x24, 0x22])  # ge; lit3; shl; plus
-_DW_OP_LIT0 = 0x30
 
 
 def reference_table(stream: IO[bytes], build_id: str | None = None) -> UnwindTable | None:
@@ -112,7 +108,7 @@ def _row(pc: int, line: dict[Any, Any]) -> UnwindRow:
         return UnwindRow(pc, RowKind.UNSUPPORTED)
     cfa = line["cfa"]
     if cfa.expr is not None:
-        plt = _plt_rule(bytes(cfa.expr))
+        plt = plt_rule(bytes(cfa.expr))
         if plt is None:
             return UnwindRow(pc, RowKind.UNSUPPORTED)
         return UnwindRow(pc, RowKind.PLT, plt[0], rbp_offset, int(ra.arg), plt[1])
@@ -125,32 +121,6 @@ def _row(pc: int, line: dict[Any, Any]) -> UnwindRow:
 def _fits(cfa_offset: int, ra_offset: int, rbp_offset: int) -> bool:
     short = range(-(1 << 15), 1 << 15)
     return -(1 << 31) <= cfa_offset < 1 << 31 and ra_offset in short and rbp_offset in short
-
-
-def _plt_rule(expr: bytes) -> tuple[int, int] | None:
-    """(offset N, threshold K) of the .plt CFA expression, or None if it is another one."""
-    if len(expr) < 2 or expr[0] != _DW_OP_BREG7:
-        return None
-    offset, at = _sleb128(expr, 1)
-    rest = expr[at:]
-    if len(rest) != 9 or rest[:4] != _PLT_TAIL or rest[5:] != _PLT_END:
-        return None
-    threshold = rest[4] - _DW_OP_LIT0
-    return (offset, threshold) if 0 <= threshold < 16 else None
-
-
-def _sleb128(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while at < len(data):
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            if byte & 0x40:
-                value -= 1 << shift
-            break
-    return value, at
 
 
 def _compact(rows: list[UnwindRow]) -> list[UnwindRow]:
