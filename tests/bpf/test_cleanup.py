@@ -54,8 +54,15 @@ def probing(held: Held) -> bool:
     return len(held.prog_ids) >= HANDLER_PROGRAMS and held.perf_events >= 2
 
 
-def assert_gone(held: Held, pid: int) -> None:
+def assert_gone(held: Held, pid: int, release_s: float = 5.0) -> None:
+    """Every program ``pid`` held is unloaded (within ``release_s``: the kernel
+    frees tail-call targets when it clears their program arrays, on a work
+    queue after the last fd closed) and no uprobe event of it is left."""
+    deadline = time.monotonic() + release_s
     left = sorted(p for p in held.prog_ids if prog_loaded(p))
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if prog_loaded(p)]
     assert not left, f"BPF programs still loaded: {left}"
     assert not uprobe_events_of(pid)
 
