@@ -26,7 +26,8 @@ issue 14's goals of 3 CPU-s cold and 1.5 warm, and at compiling and compiled
 clock-tick (10 ms) resolution.
 
 cold: the bench's own unwind-table cache (``BPFTOP_SYMBOL_CACHE_DIR`` under a
-temporary folder; its ``unwind/`` emptied), the kernel struct offsets cached
+temporary folder; its ``unwind/`` emptied), its compiled-program images
+(``BPFTOP_PROGRAM_CACHE_DIR``, emptied: the run compiles), the kernel struct offsets cached
 from BTF (bpf/btf.py's OFFSET_CACHE, removed) and ``echo 3 >
 /proc/sys/vm/drop_caches`` first; warm: the next run, nothing cleared. A
 first, unreported run fills the ELF symbol cache (symbol indexes are not what
@@ -57,6 +58,7 @@ from bench.bytecode import compile_bpftop
 from bench.startup import Options, attach
 from bench.startup_watch import STARTUP, spawn_workload, stop
 from bpftop.bpf.btf import OFFSET_CACHE
+from bpftop.bpf.program_image import DIR_ENV
 
 TIMEOUT_S = 120.0
 PYTHON_LOOP = ["/usr/bin/python3", "-c", "while True: sum(range(1000))"]
@@ -96,7 +98,10 @@ def run_bpftop(target: str, work: Path, cache: Path, extra: list[str]) -> Ready:
         if target == "startup"
         else subprocess.Popen(PYTHON_LOOP, stdin=subprocess.DEVNULL)
     )
-    env = {**os.environ, "READY_OUT": str(out), "BPFTOP_SYMBOL_CACHE_DIR": str(cache)}
+    env = {
+        **os.environ, "READY_OUT": str(out), "BPFTOP_SYMBOL_CACHE_DIR": str(cache),
+        DIR_ENV: str(cache / "programs"),
+    }  # fmt: skip
     argv = [sys.executable, "-m", "bench.ready_driver", "record", "-p", str(proc.pid)]
     argv += ["-d", "60", "-o", str(work / "out.folded"), *extra]
     try:
@@ -174,6 +179,7 @@ def main() -> None:
             for phase in ("cold", "warm"):
                 if phase == "cold":
                     shutil.rmtree(cache / "unwind", ignore_errors=True)
+                    shutil.rmtree(cache / "programs", ignore_errors=True)
                     shutil.rmtree(OFFSET_CACHE, ignore_errors=True)
                     drop_caches()
                 r = run_bpftop(args.target, work, cache, extra)

@@ -21,7 +21,14 @@ from typing import Any
 from bpftop.bpf.attach import COMPILED_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
-from bpftop.bpf.environment import choose_headers, ensure_tracefs, import_bcc, kernel_source
+from bpftop.bpf.environment import (
+    HeaderChoice,
+    choose_headers,
+    ensure_tracefs,
+    import_bcc,
+    kernel_source,
+)
+from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -29,6 +36,7 @@ from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import clear_weighted, walked_share, weighted_samples
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.program_image import ImageCache, ProgramImage, compile_image, image_key, instantiate
 from bpftop.bpf.program_text import (
     PROGRAM_FILE,
     calls_python,
@@ -111,6 +119,8 @@ class CpuSampler:
         self._gen_slot = [0, 0]  # the slot whose probe filled each generation
         self.source = source
         self.header_note = ""
+        self.compiled = False  # whether the last load() compiled (no image on disk)
+        self._image_lookup: tuple[ImageCache, str, ProgramImage | None] | None = None
         self._bpf: Any = None
         self._drains: MapDrains | None = None  # made at the first drain
         self._stats_fd: int | None = None
@@ -143,28 +153,70 @@ class CpuSampler:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
         return source_text(self.source, self.unwind), compiler_flags(self.defines)
 
+    def must_compile(self) -> bool:
+        """Whether :meth:`load` has to compile: no image of this program on disk."""
+        return self._find_image()[2] is None
+
+    def _find_image(self) -> tuple[ImageCache, str, ProgramImage | None]:
+        """(the image cache, this program's key there, its image if kept); read once."""
+        if self._image_lookup is None:
+            text, cflags = self.compile_inputs()
+            cache = ImageCache.default()
+            key = image_key(text.encode(), cflags, str(choose_headers().path))
+            self._image_lookup = (cache, key, cache.read(key))
+        return self._image_lookup
+
     def load(self) -> None:
-        """Compile and load (~1.1 s of CPU: bench/compile_bench.py); raises BpfLoadError."""
+        """Load the program from its image on disk (bpf/program_image.py), or
+        compile it first (~0.6-1.2 CPU-s: bench/compile_bench.py) and keep the
+        image for the next launch; raises BpfLoadError."""
         bcc = import_bcc()
         headers = choose_headers()
         self.header_note = headers.note
         ensure_tracefs()
-        text, cflags = self.compile_inputs()
-        failure: Exception | None = None
+        cache, key, image = self._find_image()
+        self._image_lookup = None  # a later load() looks again
+        self.compiled = image is None
+        if image is not None:
+            try:
+                self._load_image(bcc, image)
+                return
+            except BpfLoadError:  # the kernel changed under the key: compile afresh
+                cache.remove(key)
+                self.compiled = True
+        image = self._compile(*self.compile_inputs(), headers)
+        self._load_image(bcc, image)
+        cache.write(key, image)
+
+    def _compile(self, text: str, cflags: list[str], headers: HeaderChoice) -> ProgramImage:
         with LIBBCC_LOCK, kernel_source(headers), capture_stderr() as log:
             try:
                 with kallsyms_stub():  # BCC's own read of every kernel symbol, spared
-                    self._bpf = bcc.BPF(text=text.encode(), cflags=cflags)  # type: ignore[attr-defined]
+                    image = compile_image(text.encode(), cflags)
+            except Exception as exc:
+                failure: Exception | None = exc
+            else:
+                failure = None
+        if failure is not None:  # the log is complete only once capturing ends
+            raise load_error(failure, log.text)
+        release_compiler_pages()  # no LLVM code runs again until another compile
+        return image
+
+    def _load_image(self, bcc: Any, image: ProgramImage) -> None:
+        failure: Exception | None = None
+        with LIBBCC_LOCK, capture_stderr() as log:
+            try:
+                self._bpf = instantiate(image, bcc)
                 source = self.source.read_text()  # which walkers the program calls:
                 walker, python = self.unwind != "fp" and calls_walker(source), calls_python(source)
-                self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)  # type: ignore[attr-defined]
-                # BCC loads programs lazily at attach time; load now, so the
-                # verifier speaks while its log is being captured.
+                self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)
+                # Load every handler now, so the verifier speaks while its log
+                # is being captured (BCC would load them at attach time).
                 self._load_handlers(bcc)
                 if walker:
-                    self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)  # type: ignore[attr-defined]
+                    self.unwinder = Unwinder(self._bpf, bcc.BPF.PERF_EVENT, self.unwind)
                 if python:
-                    self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)  # type: ignore[attr-defined]
+                    self.python = PythonWalker(self._bpf, bcc.BPF.PERF_EVENT)
                 self._events = TargetEvents(self._bpf)
             except Exception as exc:
                 failure = exc
@@ -172,7 +224,6 @@ class CpuSampler:
             self.close()
             raise load_error(failure, log.text)
         self._stats_fd = enable_run_stats()
-        release_compiler_pages()  # no LLVM code runs again until another compile
 
     def _load_handlers(self, bcc: Any) -> None:
         """Load (verify) every handler now, so attaching later never compiles."""

@@ -2,8 +2,8 @@
 
 Owns :func:`retarget`, :func:`load_retargeted` and its two uses. A copy is a
 function's instructions, as BCC compiled them, with every load of one map
-loading another; it is loaded under its own name through libbcc the way
-BCC's ``load_func`` loads a function, and kept in ``bpf.funcs`` (BCC's
+loading another; it is loaded under its own name from the program's image
+(bpf/program_image.py), as the image loads its own functions, and kept in ``bpf.funcs`` (BCC's
 attach calls find it there by name; its cleanup closes it). The kernel
 verifies each copy as it would a compiled one; the compile is spared.
 
@@ -25,52 +25,40 @@ import ctypes as ct
 from collections.abc import Iterable
 from typing import Any
 
+from bpftop.bpf.program_image import load_code, rewrite_map_loads
+
 WALKER, WALKER_ARRAY = b"unwind_walk", b"unwind_progs"
 SLOT0, SLOT1 = b"slot0", b"slot1"
-BPF_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW: two instruction slots
-BPF_PSEUDO_MAP_FD = 1  # its source register when the immediate is a map fd
-INSN = 8
 
 
 def retarget(code: bytes, old_fd: int, new_fd: int) -> bytes:
     """``code`` (BPF instructions) with every load of map ``old_fd`` loading
     map ``new_fd`` instead; ValueError when it loads ``old_fd`` nowhere."""
-    out, found, at = bytearray(code), 0, 0
-    while at + INSN <= len(out):
-        if out[at] != BPF_LD_IMM64:
-            at += INSN
-            continue
-        imm = int.from_bytes(out[at + 4 : at + 8], "little", signed=True)
-        if out[at + 1] >> 4 == BPF_PSEUDO_MAP_FD and imm == old_fd:
-            out[at + 4 : at + 8] = new_fd.to_bytes(4, "little", signed=True)
-            found += 1
-        at += 2 * INSN
+    found = []
+
+    def swap(fd: int) -> int:
+        if fd != old_fd:
+            return fd
+        found.append(fd)
+        return new_fd
+
+    out = rewrite_map_loads(code, swap)
     if not found:
         raise ValueError(f"the function loads map fd {old_fd} nowhere")
-    return bytes(out)
+    return out
 
 
 def load_retargeted(
     bpf: Any, program_types: Any, source: bytes, name: bytes, swap: tuple[bytes, bytes], kind: str
 ) -> Any:
-    """Load compiled function ``source`` as a ``kind`` program (an attribute
-    of ``program_types``: ``bcc.BPF``) named ``name``, with map ``swap[0]``
+    """Load function ``source`` of ``bpf`` (an image's BPF object:
+    bpf/program_image.py) as a ``kind`` program (an attribute of
+    ``program_types``: ``bcc.BPF``) named ``name``, with map ``swap[0]``
     swapped for map ``swap[1]``; its ``BPF.Function``. Raises OSError when the
     kernel refuses it."""
-    from bcc.libbcc import lib
-
-    module = bpf.module
-    start, size = lib.bpf_function_start(module, source), lib.bpf_function_size(module, source)
     old, new = (bpf[table].map_fd for table in swap)
-    code = retarget(ct.string_at(start, size), old, new)
-    buffer = ct.create_string_buffer(code, len(code))
-    fd = lib.bcc_func_load(
-        module, getattr(program_types, kind), name, buffer, len(code),
-        lib.bpf_module_license(module), lib.bpf_module_kern_version(module),
-        0, None, 0, None, -1,
-    )  # fmt: skip
-    if fd < 0:
-        raise OSError(ct.get_errno(), f"the kernel refused {name.decode()}")
+    code = retarget(bpf.dump_func(source), old, new)
+    fd = load_code(bpf, name, code, getattr(program_types, kind))
     function = program_types.Function(bpf, name, fd)
     bpf.funcs[name] = function
     return function

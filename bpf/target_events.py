@@ -7,6 +7,7 @@ by BCC's callbacks while the sampler polls the buffer and taken once per drain.
 
 from __future__ import annotations
 
+import ctypes as ct
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,18 @@ from typing import Any
 from bpftop.bpf.raw import ExitEvent
 
 EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
+
+
+class Event(ct.Structure):
+    """bpftop.h's ``struct event`` (BCC learns it from the compile's module;
+    a program loaded from an image has none to ask)."""
+
+    _fields_ = [
+        ("kind", ct.c_uint32),
+        ("tgid", ct.c_uint32),
+        ("tid", ct.c_uint32),
+        ("comm", ct.c_char * 16),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +66,9 @@ class TargetEvents:
         return reported
 
     def _on_event(self, cpu: int, data: Any, size: int) -> None:
-        table = self._table()
-        if table is None:
+        if self._table() is None:
             return
-        ev = table.event(data)
+        ev = ct.cast(data, ct.POINTER(Event)).contents
         if ev.kind == EVENT_EXIT:
             self._exits.append(ExitEvent(ev.tgid, ev.tid, ev.comm.decode(errors="replace")))
         elif ev.kind == EVENT_EXEC:

@@ -87,6 +87,9 @@ class BrokenSampler:
     loaded = False
     unwind = "fp"
 
+    def must_compile(self) -> bool:
+        return True
+
     def load(self) -> None:
         raise KeyError("injected in load")
 

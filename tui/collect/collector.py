@@ -175,7 +175,10 @@ class Collector:
         try:
             self._post(Phase.COMPILING)
             feed = self._start_early()
-            self._loading = BackgroundLoad(self._sampler.load, self._sampler.close, self._wake.set)
+            self._loading = BackgroundLoad(
+                self._sampler.load, self._sampler.close, self._wake.set,
+                yielding=self._sampler.must_compile(),  # an image loads in ~0.3 CPU-s
+            )  # fmt: skip
             # Unwind tables (every target's; -a: sampled ones') are built while BCC compiles.
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
