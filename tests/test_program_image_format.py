@@ -1,4 +1,4 @@
-"""Program images as data (bpf/program_image.py): map loads renumbered, bytes read back or refused."""
+"""Program images as data (bpf/program_image.py): map loads renumbered, read back or refused."""
 
 from __future__ import annotations
 
