@@ -26,6 +26,8 @@ import errno
 import mmap
 import os
 import struct
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,6 +61,7 @@ CONTEXT_KERNEL, CONTEXT_USER, CONTEXT_MAX = 2**64 - 128, 2**64 - 512, 2**64 - 40
 HEAD_AT, TAIL_AT, DATA_OFFSET_AT, DATA_SIZE_AT = 1024, 1032, 1040, 1048
 DEFAULT_STACK_BYTES = 16384
 RING_HOLDS_S = 2.0  # each CPU's ring holds this long of full-size samples between drains
+RING_POLL_S = 0.1  # keep_rings_empty's rhythm (a ring holds 0.9 s at 999 Hz, 4096 pages)
 DEFAULT_STACK_BUDGET_BYTES = 32 << 20  # copied user stacks kept, all drains together
 
 
@@ -238,6 +241,12 @@ class PerfSampler:
         self.ring_pages = ring_pages
         self.stack_budget_bytes = stack_budget_bytes
         self._rings: dict[int, _Ring] = {}
+        self.enabled_s = 0.0
+        self._taking = threading.Lock()  # guards the rings' takes and what they took
+        self._taken: list[bytes] = []  # records taken from the rings, not parsed yet
+        self._lost_taken = 0
+        self._taker: threading.Thread | None = None
+        self._stop_taking = threading.Event()
         self._lost = 0  # from PERF_RECORD_LOST records (kept only without PERF_FORMAT_LOST)
         self._lost_readable = True
 
@@ -285,6 +294,8 @@ class PerfSampler:
         self.targets = frozenset(pids)
 
     def enable(self) -> None:
+        """Start sampling (``enabled_s``: CLOCK_MONOTONIC seconds it first did)."""
+        self.enabled_s = self.enabled_s or time.monotonic()
         for ring in self._rings.values():
             _ioctl(ring.fd, PERF_EVENT_IOC_ENABLE)
 
@@ -292,14 +303,40 @@ class PerfSampler:
         for ring in self._rings.values():
             _ioctl(ring.fd, PERF_EVENT_IOC_DISABLE)
 
+    def keep_rings_empty(self, every_s: float = RING_POLL_S) -> None:
+        """From now until :meth:`close`, a thread of its own moves what the
+        rings hold into memory every ``every_s`` (unparsed: a copy per ring),
+        so a ring never fills while the caller is busy (importing, compiling:
+        at 999 Hz a ring holds under a second). Safe to call twice."""
+        if self._taker is None and self._rings:
+            self._taker = threading.Thread(
+                target=self._take_every, args=(every_s,), name="bpftop-rings", daemon=True
+            )
+            self._taker.start()
+
+    def _take_every(self, every_s: float) -> None:
+        while not self._stop_taking.wait(every_s):
+            self._take_rings()
+
+    def _take_rings(self) -> None:
+        with self._taking:
+            for ring in self._rings.values():
+                if self._lost_readable:  # read before the take: all it counts is before the head
+                    self._lost_taken += ring.lost_since()
+                chunk = ring.take()
+                if chunk:
+                    self._taken.append(chunk)
+
     def drain(self) -> PerfDrain:
         """The target samples and lost counts of every ring since the last drain."""
+        self._take_rings()
+        with self._taking:
+            chunks, self._taken = self._taken, []
+            lost, self._lost_taken = self._lost_taken, 0
         samples: list[PerfSample] = []
-        dropped = lost = 0
-        for ring in self._rings.values():
-            if self._lost_readable:  # read before the take: all it counts is before the head
-                lost += ring.lost_since()
-            for sample in self._parse(ring.take()):
+        dropped = 0
+        for chunk in chunks:
+            for sample in self._parse(chunk):
                 if sample.stack_bytes:
                     if self.stack_budget_bytes >= len(sample.stack_bytes):
                         self.stack_budget_bytes -= len(sample.stack_bytes)
@@ -351,8 +388,13 @@ class PerfSampler:
         return PerfSample(tgid, tid, cpu, time_ns, kernel, user, regs, copied)
 
     def close(self) -> None:
-        """Unmap and close every ring; safe to call twice."""
-        rings, self._rings = self._rings, {}
+        """Stop the ring thread, unmap and close every ring; safe to call twice."""
+        self._stop_taking.set()
+        if self._taker is not None and self._taker is not threading.current_thread():
+            self._taker.join()
+        with self._taking:
+            rings, self._rings = self._rings, {}
+            self._taken = []
         for ring in rings.values():
             ring.close()
 

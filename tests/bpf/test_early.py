@@ -237,7 +237,7 @@ def test_a_tick_keeps_no_sample_taken_after_its_cut(workloads: Path) -> None:
             share = (cpu_s(target.pid) - before) / (time.monotonic() - since)
             expected = hz * (cpu_s(target.pid) - before)
             time.sleep(1.0)  # sampled on, after the cut
-            tick, _ = feed.tick(until_ns)
+            tick = feed.tick(until_ns, final=True).tick
         finally:
             feed.close()
     finally:

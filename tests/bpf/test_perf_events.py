@@ -170,7 +170,8 @@ def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Pa
             time.sleep(2.0)
             samples = perf.drain().samples
         symbolizer = Symbolizer()
-        made = [stacks.user_stack(s) for s in samples]
+        made = [m for s in samples if (m := stacks.user_stack(s, final=True)) is not None]
+        assert len(made) == len(samples)
         names = [{f.function for f in symbolizer.user_frames(target.pid, user)} for user, _ in made]
         fp_names = [
             {f.function for f in symbolizer.user_frames(target.pid, s.user_stack)} for s in samples

@@ -33,6 +33,9 @@ class FakePerf:
     def disable(self) -> None:
         self.enabled = False
 
+    def keep_rings_empty(self) -> None:
+        pass
+
     def close(self) -> None:
         self.opened = False
 
@@ -53,7 +56,7 @@ def test_equal_stacks_are_aggregated_with_their_quality() -> None:
         fake.queue.append(
             PerfDrain((sample(0, 1), sample(1, 2), sample(0, 3, (0x402000,))), lost=4)
         )
-        tick, qualities = feed.tick()
+        tick, qualities, _ = feed.tick()
     finally:
         feed.close()
     counts = {s.user_stack: s.count for s in tick.samples}
@@ -66,7 +69,7 @@ def test_hand_over_keeps_each_cpu_samples_before_its_first_bpf_sample() -> None:
     fake = FakePerf()
     feed = feed_of(fake)
     fake.queue.append(PerfDrain((sample(0, 10), sample(0, 20), sample(1, 10), sample(1, 30))))
-    tick, qualities = feed.hand_over(lambda: {0: 15, 1: 31})
+    tick, qualities, _ = feed.hand_over(lambda: {0: 15, 1: 31})
     assert tick.total_samples == 3, "cpu 0: only t=10; cpu 1: both"
     assert dict(qualities) == {EARLY_FP: 3}
     assert not fake.enabled and not fake.opened
@@ -78,7 +81,7 @@ def test_hand_over_reads_the_first_bpf_samples_after_the_last_perf_sample() -> N
     fake = FakePerf()
     feed = feed_of(fake)
     fake.queue.append(PerfDrain((sample(0, 10), sample(1, 20), sample(1, 30))))
-    tick, _ = feed.hand_over(lambda: {0: 15} if fake.enabled else {0: 15, 1: 25})
+    tick = feed.hand_over(lambda: {0: 15} if fake.enabled else {0: 15, 1: 25}).tick
     assert tick.total_samples == 2, "cpu 0: t=10; cpu 1: t=20"
 
 

@@ -35,6 +35,7 @@ def open_early(args: argparse.Namespace) -> PerfSampler | None:
     try:
         perf.open()
         perf.enable()
+        perf.keep_rings_empty()  # the imports that follow take seconds on a busy machine
     except BpftopError:
         perf.close()
         return None  # the collector tries again and says why

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Sequence
 
 from bpftop.bpf.crash_log import install_thread_hook, log_exception
@@ -44,8 +43,6 @@ def _main(args: list[str]) -> int:
         refuse_kernel_threads(parsed.pids or ())
         # Samples start now; the collector and its imports (numpy, ...) come after.
         parsed.early_perf = open_early(parsed)
-        # When the first samples were taken: record's -d counts from here.
-        parsed.early_since = (time.monotonic(), time.time_ns()) if parsed.early_perf else None
         import_numpy_quietly()
         from bpftop.tui.collect.process_watch import map_large_blocks
 

@@ -49,8 +49,7 @@ def run_record(args: argparse.Namespace) -> int:
     done = threading.Event()
     on_signals(done.set)
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
-    since = getattr(args, "early_since", None)  # perf_event sampling since launch
-    started_ns = _sample(collector, args.duration, done, errors, exited_at, since)
+    started_ns = _sample(collector, args.duration, done, errors, exited_at)
     collector.stop(wait=False)  # the file first; a compile still running: see _leave
     end_launched(args)
     try:
@@ -147,26 +146,19 @@ def _sample(
     done: threading.Event,
     errors: list[BpftopError],
     exited_at: list[float],
-    since: tuple[float, int] | None = None,
 ) -> int | None:
     """Start ``collector`` and wait until ``done`` is set, collection ends, or
     ``duration_s`` of sampling have passed; when sampling began (wall-clock
     ns), None if it never did. Errors are appended to ``errors``, and when the
-    targets were seen gone (seconds since launch) to ``exited_at``. ``since``:
-    (monotonic s, wall-clock ns) when the early sampler began, else sampling
-    begins with the first snapshot that says so (the collector's first tick
-    came up to a second after the early sampler's first sample: a 1 s record
-    covered 2 s, bench.startup)."""
-    sampling_since: list[float] = [since[0]] if since else []  # -d: from the first sample
-    started_ns: list[int] = [since[1]] if since else []
+    targets were seen gone (seconds since launch) to ``exited_at``. Sampling
+    begins when the samples that count do (``collector.counting_since``): the
+    early sampler's start, or BPF's when every early sample is left out (a
+    Python target's have no Python frames)."""
 
     def on_snapshot(snap: Snapshot) -> None:
         if snap.phase is Phase.EXITED and not exited_at:
             exited_at.append(seconds_since_launch())
             done.set()
-        if snap.phase is Phase.SAMPLING and not sampling_since:
-            sampling_since.append(time.monotonic())
-            started_ns.append(time.time_ns())
 
     def on_error(error: BpftopError) -> None:
         errors.append(error)
@@ -174,11 +166,13 @@ def _sample(
 
     collector.start(on_snapshot, on_error=on_error)
     while not done.is_set() and not collector.finished.is_set():
-        recorded_s = time.monotonic() - sampling_since[0] if sampling_since else 0.0
+        since = collector.counting_since
+        recorded_s = time.monotonic() - since if since is not None else 0.0
         if duration_s is not None and recorded_s >= duration_s:
             break
-        done.wait(_wait_s(duration_s, recorded_s, bool(sampling_since)))
-    return started_ns[0] if started_ns else None
+        done.wait(_wait_s(duration_s, recorded_s, since is not None))
+    since = collector.counting_since
+    return None if since is None else time.time_ns() - int((time.monotonic() - since) * 1e9)
 
 
 def _wait_s(duration_s: float | None, recorded_s: float, sampling: bool) -> float:

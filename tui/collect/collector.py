@@ -28,6 +28,7 @@ from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
 from bpftop.tui.collect.diag_facts import DiagnosticsFacts
 from bpftop.tui.collect.early import (
+    EARLY_NO_PYTHON,
     FIRST_TICK_S,
     BackgroundLoad,
     EarlyFeed,
@@ -53,6 +54,8 @@ from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
+
+PREFETCH_WAIT_S = 3.0  # BPF attaches after this at the latest, tables or not
 
 
 class Collector:
@@ -114,6 +117,9 @@ class Collector:
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load, or fallback headers
         self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
+        # When the samples that count began (CLOCK_MONOTONIC s; None: not yet):
+        # the early sampler's start, unless every target's early samples are left out.
+        self.counting_since: float | None = None
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
@@ -175,15 +181,19 @@ class Collector:
         try:
             self._post(Phase.COMPILING)
             feed = self._start_early()
+            # Unwind tables (every target's; -a: busy and sampled ones') are built while BPF loads.
+            self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             self._loading = BackgroundLoad(
-                self._sampler.load, self._sampler.close, self._wake.set,
+                self._load, self._sampler.close, self._wake.set,
                 yielding=self._sampler.must_compile(),  # an image loads in ~0.3 CPU-s
             )  # fmt: skip
-            # Unwind tables (every target's; -a: sampled ones') are built while BCC compiles.
-            self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
             self._stacks.python.check_early(self._targets)  # a refused Python: said now
+            if feed is not None and not (
+                self._targets and all(self._early_left_out(p) for p in self._targets)
+            ):
+                self.counting_since = feed.since_s
             ended = None
             if feed is not None:  # stopped, or the target exited, during the compile: not None
                 ended = self._loop(partial(self._absorb_early, feed), self._loading)
@@ -213,6 +223,14 @@ class Collector:
             self._close_sampler()
             self.finished.set()
 
+    def _load(self) -> None:
+        """BPF's load (on the loading thread), then the tables being built for
+        the processes known now, PREFETCH_WAIT_S at most: a BPF sample of a
+        process whose tables are not in has only its frame-pointer stack."""
+        self._sampler.load()
+        if self._unwind_feed is not None:
+            self._unwind_feed.wait_prefetched(PREFETCH_WAIT_S)
+
     def _start_early(self, bpf_failed: bool = False) -> EarlyFeed | None:
         """perf_event samples while BCC compiles, or once BPF failed (a held command: only then)."""
         perf, self._early_perf = self._early_perf, None
@@ -229,9 +247,10 @@ class Collector:
         self._stacks.python.attach(self._sampler, self._targets)  # a launch: at its exec
         attach_unwinder(self._unwind_feed, self._sampler)
         self._sampler.start()
+        self.counting_since = self.counting_since or time.monotonic()
         trim_heap()  # give back what the compile left free
         if feed is not None:
-            self._absorb(*feed.hand_over(self._sampler.first_sample_ns))
+            self._absorb(*feed.hand_over(self._sampler.first_sample_ns, self._early_left_out))
         if self._launched is not None:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
@@ -245,9 +264,10 @@ class Collector:
         if feed is None or not feed.running or not isinstance(error, BpftopError):
             raise error
         self.bpf_problem = str(error)
+        self.counting_since = self.counting_since or time.monotonic()
         self._note = f"BPF failed: {error.message}"
         self._post(Phase.SAMPLING, self._note)
-        return bool(self._loop(partial(self._absorb_early, feed)))
+        return bool(self._loop(partial(self._absorb_early, feed, bpf_coming=False)))
 
     def _finish(self, exited: bool) -> None:
         """Collection is over; once the target exited, keep answering requests."""
@@ -346,10 +366,20 @@ class Collector:
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
 
-    def _absorb_early(self, feed: EarlyFeed) -> None:
-        self._absorb(*feed.tick(self._stop_ns))
+    def _absorb_early(self, feed: EarlyFeed, bpf_coming: bool = True) -> None:
+        """An early tick; ``bpf_coming`` False: BPF failed, these are the best samples there are."""
+        over = self._stop.is_set() or (self._process.exited() and not self._followed.alive())
+        leave_out = self._early_left_out if bpf_coming else lambda _: ""
+        self._absorb(*feed.tick(self._stop_ns, leave_out, final=over))
 
-    def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
+    def _early_left_out(self, tgid: int) -> str:
+        """Why ``tgid``'s early samples cannot count: BPF gives a CPython
+        process's stacks their Python frames, and perf_event samples have none."""
+        return EARLY_NO_PYTHON if self._stacks.python.verified(tgid) else ""
+
+    def _absorb(
+        self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
+    ) -> None:
         for tgid in tick.execs:
             self._on_exec(tgid)
         self._followed.note_forks(tick)
@@ -363,7 +393,9 @@ class Collector:
             active.add(label, self._stacks.lookup(sample), sample, self.headless)
         self._profile.end_tick(tick.interval_s)
         walker = getattr(self._sampler, "unwinder", None) is not None  # made BPF's user stacks
-        self._stats.add(tick, bpf_qualities(tick, walker) if qualities is None else qualities)
+        self._stats.add(
+            tick, bpf_qualities(tick, walker) if qualities is None else qualities, left_out
+        )
         active.events += tick.total_samples
 
     def _post(self, phase: Phase, message: str = "") -> None:

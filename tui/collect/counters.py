@@ -31,11 +31,19 @@ class CollectionCounters:
         self.dropped = 0
         self.errors: Counter[str] = Counter()
         self.qualities: Counter[str] = Counter()  # samples by how their user stack was made
+        self.left_out: Counter[str] = Counter()  # samples not counted, by reason
 
-    def add(self, tick: RawTick, qualities: Mapping[str, int] | None = None) -> None:
-        """One tick's counts; ``qualities``: its samples by user-stack quality."""
+    def add(
+        self,
+        tick: RawTick,
+        qualities: Mapping[str, int] | None = None,
+        left_out: Mapping[str, int] | None = None,
+    ) -> None:
+        """One tick's counts; ``qualities``: its samples by user-stack quality;
+        ``left_out``: samples it did not count (less complete than BPF's), by reason."""
         n = tick.total_samples
         self.qualities.update(qualities or {})
+        self.left_out.update(left_out or {})
         self.total += n
         self.rate = n / tick.interval_s if tick.interval_s > 0 else 0.0
         self.lost += tick.lost_events
@@ -56,6 +64,7 @@ class CollectionCounters:
             dropped_samples=self.dropped,
             stack_errors=tuple(sorted(self.errors.items())),
             stack_quality=tuple(sorted((q, n) for q, n in self.qualities.items() if n)),
+            left_out=tuple(sorted((r, n) for r, n in self.left_out.items() if n)),
         )
 
 

@@ -3,8 +3,10 @@
 Owns :class:`EarlyFeed` (the compile-free :class:`PerfSampler` while BCC
 compiles, or instead of BPF when it cannot load: drain, make stacks,
 aggregate into a :class:`RawTick`, each sample's user stack walked from its
-copied stack where the tables allow; hand over to BPF per CPU at
-the first BPF sample's time, so nothing is lost or counted twice) and
+copied stack once its process's tables are in; samples that cannot be as
+complete as BPF's (a Python process's, with no Python frames) left out and
+counted by reason; hand over to BPF per CPU at the first BPF sample's time,
+so nothing is lost or counted twice) and
 :class:`~bpftop.tui.collect.early_stacks.EarlyStacks`, which decides each
 early sample's user stack and its quality. Used only from the collector thread,
 as are :class:`BackgroundLoad` (the compile's thread) and :func:`next_deadline`.
@@ -16,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from bpftop.bpf.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
@@ -31,10 +34,22 @@ BPF_WALKER = "BPF .eh_frame walker"
 BPF_FP = "BPF frame pointers"
 BPF_WALKER_NOT_STARTED = WALKER_NOT_STARTED_QUALITY  # the walker is on, but could not start
 HANDOVER_PERIODS = 3  # wait this many sample periods at most for a CPU's first BPF sample
-POLL_S = 0.1  # the rings are emptied this often (they hold ~2 s)
 FIRST_TICK_S = 0.0  # the first early snapshot at once: samples since launch are in
 
+EARLY_NO_TABLE = "early, unwind tables not built in time"
+EARLY_NO_PYTHON = "early, no Python frames"
+
 Qualities = Mapping[str, int]
+LeaveOut = Callable[[int], str]  # tgid -> why its early samples are left out ("": kept)
+
+
+class EarlyTick(NamedTuple):
+    """One early tick: what counts, its samples by user-stack quality, and the
+    samples left out (not complete as BPF would make them) by reason."""
+
+    tick: RawTick
+    qualities: Qualities
+    left_out: Qualities
 
 
 def bpf_qualities(tick: RawTick, walker: bool) -> Qualities:
@@ -77,11 +92,10 @@ class EarlyFeed:
         self._lost = 0
         self.copies_dropped = 0  # samples whose stack copy the sampler's budget left out
         self.total = 0
-        # The rings are emptied on a thread of their own: a slow tick (the first
-        # symbolization, a busy machine) must not make the kernel drop records.
-        self._stop = threading.Event()
-        self._poller = threading.Thread(target=self._poll_rings, name="bpftop-rings", daemon=True)
-        self._poller.start()
+        # The rings are emptied on a thread of their own (the CLI's sampler:
+        # since launch): a slow tick (imports, the first symbolization, a busy
+        # machine) must not make the kernel drop records.
+        perf.keep_rings_empty()
 
     @classmethod
     def start(
@@ -101,12 +115,13 @@ class EarlyFeed:
     def running(self) -> bool:
         return self._perf.opened
 
-    def _poll_rings(self) -> None:
-        while not self._stop.wait(POLL_S):
-            self.poll()
+    @property
+    def since_s(self) -> float:
+        """When the perf events began sampling (CLOCK_MONOTONIC seconds)."""
+        return self._perf.enabled_s
 
     def poll(self) -> None:
-        """Empty the rings into this feed (a ring holds ~2 s of samples)."""
+        """Parse what the rings gave into this feed."""
         with self._lock:
             if self._perf.opened:
                 drained = self._perf.drain()
@@ -114,15 +129,22 @@ class EarlyFeed:
                 self._lost += drained.lost
                 self.copies_dropped += drained.copies_dropped
 
-    def tick(self, until_ns: int = 0) -> tuple[RawTick, Qualities]:
+    def tick(
+        self, until_ns: int = 0, leave_out: LeaveOut = lambda _: "", final: bool = False
+    ) -> EarlyTick:
         """Everything sampled since the last tick, aggregated by equal stacks;
         ``until_ns`` (CLOCK_MONOTONIC, 0: no limit): none sampled after it (a
         record's -d ended, or ^C: the tick in progress then, up to a second while
-        the first stacks are symbolized, must not stretch the recording)."""
+        the first stacks are symbolized, must not stretch the recording).
+        ``leave_out(tgid)``: why that process's early samples are not counted
+        ("" to count them). A sample whose process's unwind tables are still
+        being built waits for a later tick, unless this one is ``final``."""
         self.poll()
-        return self._tick(lambda s: not until_ns or s.time_ns <= until_ns)
+        return self._tick(lambda s: not until_ns or s.time_ns <= until_ns, leave_out, final)
 
-    def hand_over(self, first_bpf_ns: Callable[[], Mapping[int, int]]) -> tuple[RawTick, Qualities]:
+    def hand_over(
+        self, first_bpf_ns: Callable[[], Mapping[int, int]], leave_out: LeaveOut = lambda _: ""
+    ) -> EarlyTick:
         """BPF counts now: keep the perf samples of each CPU taken before BPF's
         first sample there (``first_bpf_ns()``: CPU -> CLOCK_MONOTONIC ns, 0 or
         absent = none yet; polled up to HANDOVER_PERIODS periods), then stop."""
@@ -139,19 +161,36 @@ class EarlyFeed:
         cuts = dict(first_bpf_ns())
         self.poll()
         self.close()
-        return self._tick(lambda s: not cuts.get(s.cpu) or s.time_ns < cuts[s.cpu])
+        return self._tick(
+            lambda s: not cuts.get(s.cpu) or s.time_ns < cuts[s.cpu], leave_out, final=True
+        )
 
-    def _tick(self, keep: Callable[[PerfSample], bool]) -> tuple[RawTick, Qualities]:
+    def _tick(
+        self, keep: Callable[[PerfSample], bool], leave_out: LeaveOut, final: bool
+    ) -> EarlyTick:
         with self._lock:
             pending, lost, self._pending, self._lost = self._pending, self._lost, [], 0
         counts: Counter[tuple[int, int, Addresses, Addresses]] = Counter()
         qualities: Counter[str] = Counter()
+        left_out: Counter[str] = Counter()
+        waiting: list[PerfSample] = []
         for sample in pending:
             if not keep(sample):
                 continue
-            user, quality = self.stacks.user_stack(sample)
+            reason = leave_out(sample.tgid)
+            made = None if reason else self.stacks.user_stack(sample, final)
+            if made is None and not reason and not final:
+                waiting.append(sample)
+                continue
+            if made is None:
+                left_out[reason or EARLY_NO_TABLE] += 1
+                continue
+            user, quality = made
             counts[sample.tgid, sample.tid, user, sample.kernel_stack] += 1
             qualities[quality] += 1
+        if waiting:
+            with self._lock:
+                self._pending[:0] = waiting
         now = time.monotonic()
         tick = RawTick(
             samples=tuple(
@@ -163,14 +202,11 @@ class EarlyFeed:
         )
         self._last = now
         self.total += tick.total_samples
-        return tick, qualities
+        return EarlyTick(tick, qualities, left_out)
 
     def close(self) -> None:
-        """Stop the ring thread and the table builder, close the perf events; safe twice."""
-        self._stop.set()
+        """Stop the table builder, close the perf events (and their ring thread); safe twice."""
         self.stacks.close()
-        if self._poller is not threading.current_thread():
-            self._poller.join()
         with self._lock:
             self._perf.close()
 

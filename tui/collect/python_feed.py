@@ -96,6 +96,15 @@ class PythonFeed:
             if self._enabled and pid > 0 and pid not in self._found:
                 self._find(pid)
 
+    def verified(self, pid: int) -> bool:
+        """Whether ``pid`` runs an interpreter the walker will give Python frames
+        (looked for once, before BPF loads too; never with --no-python)."""
+        if not self._enabled or pid <= 0:
+            return False
+        if pid not in self._found and pid not in self._checked_at:
+            self._find(pid)
+        return self.runtime(pid) is not None
+
     def check(self, pid: int) -> None:
         if self._walker is None or pid <= 0:
             return

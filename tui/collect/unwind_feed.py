@@ -99,6 +99,7 @@ class UnwindFeed:
         self._fallbacks: Counter[str] = Counter()
         self.tables_loaded = 0
         self.ready = threading.Event()  # every wanted process is current in the walker
+        self.prefetched = threading.Event()  # a first pass found every wanted file built
         for pid in (pids,) if isinstance(pids, int) else pids:
             self._wanted.setdefault(pid, 0)
         self._thread = threading.Thread(target=self._run, name="bpftop-unwind", daemon=True)
@@ -198,6 +199,13 @@ class UnwindFeed:
             return SELF
         return OVER_LIMIT if len(self._wanted) >= self._max else GONE
 
+    def wait_prefetched(self, timeout_s: float) -> bool:
+        """Wait until the tables of the processes wanted at the start (-a: the
+        busy ones) are built or loaded (True), or timeout; the builder runs at
+        full priority from now on."""
+        self._yielding.hurry()
+        return self.prefetched.wait(timeout_s)
+
     def wait_current(self, pid: int, timeout_s: float) -> bool:
         """Wait until ``pid``'s entry has every table of its maps (True), or timeout."""
         self._yielding.hurry()
@@ -240,8 +248,10 @@ class UnwindFeed:
             self._to_build = tuple(files.values())
             if files:
                 self._build_wake.set()
-            elif self._unwinder is not None and not self._wake.is_set():
-                self.ready.set()
+            else:
+                self.prefetched.set()
+                if self._unwinder is not None and not self._wake.is_set():
+                    self.ready.set()
             self._sleep()
 
     def _build(self) -> None:

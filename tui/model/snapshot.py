@@ -73,6 +73,9 @@ class CollectionStats:
     ``stack_quality`` counts samples by how their user stack was made
     (``"perf_event, frame pointers"`` before BPF counts, ``"BPF .eh_frame
     walker"``, ``"BPF frame pointers"``); empty when not known (saved files).
+    ``left_out`` counts samples not in the profile because they could not be
+    as complete as BPF's (early samples of a Python process: no Python
+    frames), by reason.
     """
 
     probe: str
@@ -83,6 +86,11 @@ class CollectionStats:
     dropped_samples: int = 0
     stack_errors: tuple[tuple[str, int], ...] = ()
     stack_quality: tuple[tuple[str, int], ...] = ()
+    left_out: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def left_out_samples(self) -> int:
+        return sum(n for _, n in self.left_out)
 
     @property
     def early_samples(self) -> int:
