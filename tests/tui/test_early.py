@@ -121,3 +121,46 @@ def test_bpf_that_could_not_load_is_said_early_in_the_header_and_in_diagnostics(
     assert "perf_event only" not in header_text(plain, False, 1.0).plain
     assert f"BPF could not load, perf_event samples only: {problem}" in verdict(failed).plain
     assert "BPF could not load" not in verdict(plain).plain
+
+
+def test_a_sample_waits_for_its_process_tables_and_is_left_out_if_they_never_come() -> None:
+    """Until every file of the process has been tried, a sample is not walked
+    (its copy is kept for a later tick); on the last tick it is left out."""
+
+    class NotYet(EarlyStacks):
+        def settled(self, tgid: int) -> bool:
+            return False
+
+    fake = FakePerf()
+    feed = EarlyFeed(cast(PerfSampler, fake), NotYet(()))
+    try:
+        fake.queue.append(PerfDrain((sample(0, 1), sample(1, 2))))
+        first = feed.tick()
+        second = feed.tick()
+        last = feed.tick(final=True)
+    finally:
+        feed.close()
+    assert first.tick.total_samples == second.tick.total_samples == 0
+    assert not first.left_out and not second.left_out
+    assert last.tick.total_samples == 2, "final: walked with the tables there are"
+
+
+def test_early_samples_of_a_process_bpf_completes_better_are_left_out_and_counted() -> None:
+    fake = FakePerf()
+    feed = feed_of(fake)
+    python_tgid = 7  # sample() makes tgid 7's samples
+    other = replace(sample(0, 3), tgid=9)
+    try:
+        fake.queue.append(PerfDrain((sample(0, 1), sample(1, 2), other)))
+        early = feed.tick(leave_out=lambda tgid: "no frames" if tgid == python_tgid else "")
+    finally:
+        feed.close()
+    assert early.tick.total_samples == 1 and early.tick.samples[0].tgid == 9
+    assert dict(early.left_out) == {"no frames": 2}
+    counters = CollectionCounters("profile:hz:99")
+    counters.add(early.tick, early.qualities, early.left_out)
+    stats = counters.freeze()
+    assert stats.left_out == (("no frames", 2),) and stats.total_samples == 1
+    snap = replace(demo_snapshot(), stats=stats)
+    assert "2 early left out" in header_text(snap, False, 1.0).plain
+    assert "left out: no frames" in counters_table(snap).columns[0]._cells

@@ -125,6 +125,8 @@ def _append_counts(
         text.append(" (" + ", ".join(f"{kind} {n:,}" for kind, n in kinds) + ")", "red")
     if stats.early_samples and not saved:
         text.append(f"  {stats.early_samples:,} early (perf_event)", "yellow")
+    if stats.left_out and not saved:
+        text.append(f"  {stats.left_out_samples:,} early left out", "yellow")
     if stats.walker_not_started:
         text.append(f"  {stats.walker_not_started:,} fp stacks (walker not started)", "yellow")
     if status:

@@ -85,12 +85,21 @@ def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | Non
         ) from None
     stats = snap.stats
     where = "standard output" if str(path) == STDOUT else str(path)
+    early = stats.early_samples
+    phases = f"{early} early perf_event + {stats.total_samples - early} BPF; " if early else ""
     print(
-        f"bpftop: wrote {stats.total_samples} samples to {where} ({chosen}; "
+        f"bpftop: wrote {stats.total_samples} samples to {where} ({chosen}; {phases}"
         f"lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
         f"failed stack reads {stats.failed_stacks})",
         file=sys.stderr,
     )
+    if stats.left_out:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in stats.left_out)
+        print(
+            f"bpftop: left out {stats.left_out_samples} samples less complete than BPF's "
+            f"({reasons})",
+            file=sys.stderr,
+        )
 
 
 def recording_writer(snap: Snapshot, meta: ProfileMeta, fmt: str) -> Callable[[IO[bytes]], object]:

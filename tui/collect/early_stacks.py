@@ -24,7 +24,6 @@ from bpftop.bpf.perf_events import PerfSample
 from bpftop.bpf.raw import Addresses
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.stack_walk import TableLookup, UserRegs, walk_copied_stack
-from bpftop.tui.collect.niceness import Yielding
 
 EARLY_FP = "perf_event, frame pointers"
 EARLY_WALKED = "perf_event, .eh_frame walk in user space"
@@ -80,16 +79,16 @@ class EarlyStacks:
         return False
 
     def _build(self) -> None:
-        # A cold build takes CPU the target needs, for a while (see niceness).
-        with Yielding():
-            while True:
-                with self._ready:
-                    while not self._wanted and not self._stop:
-                        self._ready.wait()
-                    if self._stop:
-                        return
-                    pid = self._wanted.pop(0)
-                self.tables.build_missing(pid, stop=lambda: self._stop)
+        # At the process's priority: samples wait for these tables (lowered, on
+        # a VM at load 4, libc's 0.05 CPU-s build took over a second).
+        while True:
+            with self._ready:
+                while not self._wanted and not self._stop:
+                    self._ready.wait()
+                if self._stop:
+                    return
+                pid = self._wanted.pop(0)
+            self.tables.build_missing(pid, stop=lambda: self._stop)
 
     def close(self) -> None:
         """Stop building (a table being built finishes first; not waited for)."""

@@ -137,6 +137,8 @@ def counters_table(snapshot: Snapshot) -> Table:
     if stats.early_samples or stats.walker_not_started:  # stacks of two qualities mix
         for quality, n in stats.stack_quality:
             table.add_row(f"user stacks by {quality}", f"{n:,}")
+    for reason, n in stats.left_out:  # not in the profile: less complete than BPF's
+        table.add_row(f"left out: {reason}", f"{n:,}")
     return table
 
 
