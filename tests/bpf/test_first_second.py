@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.program_image import DIR_ENV
+from bpftop.tui.collect.collector import Collector
+from bpftop.tui.model.snapshot import Snapshot
 from tests.bpf.test_record import parse_folded
 from tests.conftest import BPFTOP, ROOT, sampling
 
@@ -172,3 +175,33 @@ def test_threads_born_after_the_attach_get_what_perf_gets(
     print(f"{'cold' if cold else 'warm'}: bpftop {mine}, perf {theirs}; {stderr.strip()}")
     assert theirs > 1500  # 3 s of thread CPU at 999 Hz
     assert mine >= 0.97 * theirs
+
+
+def test_the_live_view_first_data_names_python_functions(
+    py_split: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first snapshot with samples (the live view's first screen with data)
+    names the target's Python functions: no screen of interpreter internals,
+    although BPF comes seconds later (cold: it compiles)."""
+    monkeypatch.setenv(DIR_ENV, str(tmp_path / "programs"))
+    os.kill(py_split, signal.SIGSTOP)
+    collector = Collector(py_split, CpuSampler(99, unwind="auto"), interval_s=0.2)
+    snapshots: list[Snapshot] = []
+    collector.start(snapshots.append, on_error=lambda err: pytest.fail(str(err)))
+    try:
+        deadline = time.monotonic() + 10
+        while not sampling(os.getpid()) and time.monotonic() < deadline:
+            time.sleep(0.001)
+    finally:
+        os.kill(py_split, signal.SIGCONT)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(s.stats.total_samples for s in snapshots):
+            assert time.monotonic() < deadline, "no samples"
+            time.sleep(0.02)
+    finally:
+        collector.stop()
+    first = next(s for s in snapshots if s.stats.total_samples)
+    names = {h.label.split(" (")[0] for h in first.hot}  # "hot_a (FILE:LINE)"
+    assert names & {"hot_a", "hot_b", "burn"}, sorted(names)[:20]
+    assert not first.stats.early_samples, "early samples of a Python process were counted"
