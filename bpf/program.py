@@ -28,7 +28,7 @@ from bpftop.bpf.environment import (
     import_bcc,
     kernel_source,
 )
-from bpftop.bpf.errors import BpfLoadError
+from bpftop.bpf.errors import BpfLoadError, BpftopError
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -154,8 +154,12 @@ class CpuSampler:
         return source_text(self.source, self.unwind), compiler_flags(self.defines)
 
     def must_compile(self) -> bool:
-        """Whether :meth:`load` has to compile: no image of this program on disk."""
-        return self._find_image()[2] is None
+        """Whether :meth:`load` has to compile: no image of this program on disk
+        (or no way to tell: then :meth:`load` raises why)."""
+        try:
+            return self._find_image()[2] is None
+        except (BpftopError, OSError):
+            return True
 
     def _find_image(self) -> tuple[ImageCache, str, ProgramImage | None]:
         """(the image cache, this program's key there, its image if kept); read once."""

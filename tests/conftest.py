@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf import crash_log
+from bpftop.tui.collect.collector import COLLECTOR_THREAD
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "build" / "workloads"
@@ -46,9 +47,13 @@ def sampling(pid: int) -> bool:
 
 def collecting(pid: int) -> bool:
     """Has bpftop ``pid`` checked its arguments and started its collector? (perf_event
-    sampling starts before the checks; the collector's threads come after them.)"""
+    sampling, and the thread that empties its rings, start before the checks; the
+    collector's thread, named so, after them.)"""
     try:
-        return sampling(pid) and len(list(Path(f"/proc/{pid}/task").iterdir())) >= 3
+        names = [
+            (task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()
+        ]
+        return sampling(pid) and COLLECTOR_THREAD in names
     except OSError:
         return False
 

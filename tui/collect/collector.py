@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 
 from bpftop.bpf.crash_log import log_exception
 from bpftop.bpf.errors import BpftopError, InternalError
@@ -56,6 +57,13 @@ from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
 
 PREFETCH_WAIT_S = 3.0  # BPF attaches after this at the latest, tables or not
+COLLECTOR_THREAD = "bpftop-collect"  # its name in /proc/PID/task/*/comm (top -H)
+
+
+def name_thread(name: str) -> None:
+    """Name the calling thread for ps, top -H and /proc (15 bytes at most)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/thread-self/comm").write_text(name[:15])
 
 
 class Collector:
@@ -177,6 +185,7 @@ class Collector:
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
+        name_thread(COLLECTOR_THREAD)
         feed: EarlyFeed | None = None
         try:
             self._post(Phase.COMPILING)
