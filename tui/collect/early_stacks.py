@@ -27,6 +27,7 @@ from bpftop.symbols.stack_walk import TableLookup, UserRegs, walk_copied_stack
 
 EARLY_FP = "perf_event, frame pointers"
 EARLY_WALKED = "perf_event, .eh_frame walk in user space"
+MAX_PROCESSES = 256  # processes tables are built for (-a), as the unwind feed's limit
 
 
 class EarlyStacks:
@@ -65,13 +66,17 @@ class EarlyStacks:
 
     def settled(self, tgid: int) -> bool:
         """Every file ``tgid`` maps has had its table built or tried (asks for
-        the missing ones to be built when not)."""
+        the missing ones to be built when not); true of processes past the
+        first MAX_PROCESSES asked for, which are walked with the tables there are."""
         if tgid in self._settled:
             return True
         if not self.tables.missing(tgid):
             self._settled.add(tgid)
             return True
         if tgid not in self._asked:
+            if len(self._asked) >= MAX_PROCESSES:  # as BPF's walker: frame pointers past it
+                self._settled.add(tgid)
+                return True
             with self._ready:
                 self._asked.add(tgid)
                 self._wanted.append(tgid)
