@@ -110,7 +110,8 @@ def test_live_collector_shows_each_threads_python_function(tmp_path: Path) -> No
                 60,
             )
             assert {left, right} <= {t.tid for t in both.threads}
-            assert both.python is not None and both.python.walked > 0, "Diagnostics' counts"
+            # Diagnostics' counts are read at BPF's first tick, then every 5 s.
+            watched.wait(lambda s: s.python is not None and s.python.walked > 0, 15)
             watched.collector.select_thread(left)
             one = watched.wait(lambda s: s.time_mode.endswith(f"thread {left}"), 10)
         finally:

@@ -146,8 +146,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-early",
         action="store_true",
-        help="no perf_event samples while BPF compiles (their user stacks are frame-pointer "
-        "walks): every sample from BPF, the first ones seconds later",
+        help="no perf_event samples before BPF is ready (they have no Python frames: a "
+        "Python process's are left out anyway): every sample from BPF, the first ones later",
     )
     p.add_argument(
         "--no-python",
