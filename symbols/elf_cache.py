@@ -100,9 +100,10 @@ class ElfCache:
 
         None when the file cannot be opened, or, with ``expected``, when its
         identity differs (another file at the same path: refused, not misread).
-        ``origin`` is the file's clean path (``path`` may be a /proc link) and
-        ``root_prefix`` the target's root (``/proc/PID/root``): both are used
-        to find a separate debug file.
+        ``origin`` is the file's clean path as the target sees it (``path`` may
+        be a /proc link) and ``root_prefix`` the target's root
+        (``/proc/PID/root``): both are used to find a separate debug file, and
+        to tell whether one appeared since an index was stored.
         """
         try:
             with open(path, "rb") as stream:
@@ -114,7 +115,7 @@ class ElfCache:
                     return cached
                 build_id = read_build_id(stream) if self.disk_cache is not None else None
                 if build_id and self.disk_cache is not None:
-                    stored = self.disk_cache.get(build_id, file_id.size)
+                    stored = self.disk_cache.get(build_id, file_id.size, root_prefix)
                     if stored is not None:
                         stored.elf_paths = _paths(path, origin, root_prefix)
                         return self._put(file_id, stored)

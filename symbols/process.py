@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import time
 from collections.abc import Callable, Sequence
 
 from bpftop.symbols.addresses import Address, ElfVaddr
+from bpftop.symbols.debuginfo import inside_root
 from bpftop.symbols.demangle import display_and_mangled
 from bpftop.symbols.dwarf import DwarfIndex
 from bpftop.symbols.elf import ElfError, ElfIndex
@@ -51,6 +53,15 @@ def _miss(index: ElfIndex) -> Unresolved:
     return Unresolved.NOT_COVERED if index.has_full_symtab else Unresolved.NO_SYMBOLS
 
 
+def _root_path(proc: str) -> str:
+    """Where the process's root is (``/proc/PID/root``'s target: ``/``, or a
+    chroot's folder); ``/`` when unreadable."""
+    try:
+        return os.readlink(f"{proc}/root")
+    except OSError:
+        return "/"
+
+
 def read_start_time(pid: int, proc_root: str = PROC_ROOT) -> int | None:
     """The start time (clock ticks after boot) of ``pid``, or None if it is gone."""
     try:
@@ -81,6 +92,7 @@ class ProcessSymbolizer:
         self._cache = cache
         self._proc = f"{proc_root}/{pid}"
         self._proc_root = proc_root
+        self._root_path = _root_path(self._proc)
         self._clock = clock
         self._min_reread_interval_s = min_reread_interval_s
         self.start_time: int | None = read_start_time(pid, proc_root)
@@ -113,6 +125,7 @@ class ProcessSymbolizer:
         self._file_ids = dict(parent._file_ids)
         self._indexes = dict(parent._indexes)
         self._proc = parent._proc
+        self._root_path = parent._root_path
         self.perf_map = parent.perf_map
         self._clear_frames()
 
@@ -303,15 +316,18 @@ class ProcessSymbolizer:
             cached = self._cache.get(expected)
             if cached is not None:
                 return cached
+        # The path as the process sees it: a chroot's files show in the maps
+        # with the chroot's folder in front.
+        inside = inside_root(entry.path, self._root_path)
         candidates: list[tuple[str, FileId | None]] = [
             (f"{self._proc}/map_files/{entry.range_name}", None)
         ]
-        candidates.append((f"{self._proc}/root{entry.path}", expected))
+        candidates.append((f"{self._proc}/root{inside}", expected))
         if not entry.deleted:
             candidates.append((entry.path, expected))
         for path, must_match in candidates:
             result = self._cache.load(
-                path, must_match, origin=entry.path, root_prefix=f"{self._proc}/root"
+                path, must_match, origin=inside, root_prefix=f"{self._proc}/root"
             )
             if result is not None:
                 return result
