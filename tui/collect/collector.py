@@ -23,6 +23,7 @@ from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
+from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
@@ -52,7 +53,7 @@ from bpftop.tui.collect.thread_names import ThreadNames
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import Phase, Snapshot
-from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
+from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 
 class Collector:
@@ -378,7 +379,9 @@ class Collector:
             hot=current.hot_functions(limit=500),
             hot_by_symbol=current.hot_functions(limit=500, by_symbol=True),
             message="; ".join(filter(None, (message, *self.python_notes))),
-            unknown=() if self.headless else unknown_shares(profile.unknown, self._hints),
+            unknown=unknown_shares(
+                _shown_unknown(profile.unknown, self.headless, final), self._hints
+            ),
             maps=facts.maps,  # (record reads only the last snapshot's)
             overhead=facts.overhead,
             time_mode=profile.label,
@@ -397,3 +400,16 @@ class Collector:
 
 
 _UNREAD = Profile()  # the empty tree and table of headless ticks
+
+
+def _shown_unknown(
+    counts: dict[UnknownKey, int], headless: bool, final: bool
+) -> dict[UnknownKey, int]:
+    """The unknown-frame counts a snapshot reports: all for the live view; for
+    record, only JIT code without a perf map, and only at the end (its one-line
+    hint needs no package lookup; the others' would run dpkg)."""
+    if not headless:
+        return counts
+    if not final:
+        return {}
+    return {k: n for k, n in counts.items() if k[0] is Unresolved.JIT_NO_PERF_MAP}
