@@ -67,6 +67,7 @@ class Collector:
         *,
         offsets: bool = False,
         mangled: bool = False,
+        short_names: bool = False,
         extra_pids: Sequence[int] = (),
         system_wide: bool = False,
         launched: subprocess.Popen[bytes] | None = None,
@@ -75,7 +76,8 @@ class Collector:
         python_frames: bool = True,
     ) -> None:
         """``offsets``: frames named ``function+0xOFF`` (perf's sym+off); ``mangled``:
-        as the symbol table spells them. ``pid``: the main target (the header's),
+        as the symbol table spells them; ``short_names``: C++ functions without
+        parameters and return type. ``pid``: the main target (the header's),
         ``extra_pids`` more (-p -p); ``system_wide``: every process (-a, ``pid`` 0);
         ``launched``: a command held before its first instruction, let go once
         probes are attached; ``early``: perf_event sampling the CLI started, taken
@@ -89,8 +91,13 @@ class Collector:
         self._sampler = sampler
         self._symbolizer = Symbolizer(prefetch_kernel=early is not None)  # samples from launch on
         self._stacks = StackCache(
-            self._symbolizer, offsets=offsets, mangled=mangled, python=python_frames
+            self._symbolizer,
+            offsets=offsets,
+            mangled=mangled,
+            python=python_frames,
+            short_names=short_names,
         )
+        self.short_names = short_names  # asked for by the app (a key), read between ticks
         self._hints = Hints()
         self._probes = ProbeProfiles(sampler.probe, sampler.spec.weighted)
         self._probe_request = ProbeRequest()
@@ -169,6 +176,14 @@ class Collector:
         """From now on, give new stacks' frames ``file:line`` (DWARF, cached per address)."""
         self.source_lines = on
         self._wake.set()
+
+    def use_short_names(self, on: bool) -> None:
+        """Name C++ functions short (or in full) from now on; counts start again
+        (a tree holding both forms of one function would split its time)."""
+        if on != self.short_names:
+            self.short_names = on
+            self._commands.request_reset()
+            self._wake.set()
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
@@ -314,6 +329,7 @@ class Collector:
         if self._commands.apply(self._profile).reset:
             self._probes.reset_counters()  # counts start again from now
         self._stacks.show_source_lines(self.source_lines)
+        self._stacks.use_short_names(self.short_names)
 
     def _switch_probe(self, text: str) -> None:
         """Attach ``text``'s probe instead of the current one, or say why not."""
