@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from bpftop.symbols.addresses import Address, ElfVaddr
+from bpftop.symbols.addresses import Address, ElfVaddr, FileOffset
 from bpftop.symbols.debuginfo import inside_root
 from bpftop.symbols.demangle import display_and_mangled
 from bpftop.symbols.dwarf import DwarfIndex
@@ -39,6 +39,11 @@ STAT_START_TIME_FIELD = 22  # 1-based, as in proc(5)
 
 IndexResult = ElfIndex | ElfError
 SourceLine = tuple[str, int]
+
+
+# Unnamed code of a file: shown at its function's start (by .eh_frame), one
+# frame per function whichever instruction was sampled or returned to.
+BY_FUNCTION = frozenset({Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED})
 
 
 def named_frame(symbol: str, module: str, offset: int) -> Frame:
@@ -215,11 +220,13 @@ class ProcessSymbolizer:
         cached = self._frames.get(key)
         if cached is not None:
             return cached
-        if innermost or addr <= 0:
-            frame = self._resolve(Address(addr))
-        else:
-            looked = self._resolve(Address(addr - 1))
-            frame = dataclasses.replace(looked, offset=looked.offset + 1)
+        looked_at = Address(addr if innermost or addr <= 0 else addr - 1)
+        frame = self._resolve(looked_at)
+        grouped = self._by_function(frame, looked_at) if frame.reason in BY_FUNCTION else None
+        if grouped is not None:
+            frame = grouped
+        elif looked_at != addr:
+            frame = dataclasses.replace(frame, offset=frame.offset + 1)
         if frame.reason not in TRANSIENT_REASONS or self.gone:
             if len(self._frames) >= MAX_CACHED_ADDRESSES:
                 self._clear_frames()
@@ -279,6 +286,21 @@ class ProcessSymbolizer:
         if hit is None:
             return Frame(None, entry.path, file_offset, reason=_miss(index))
         return named_frame(hit[0], entry.path, hit[1])
+
+    def _by_function(self, frame: Frame, addr: Address) -> Frame | None:
+        """An unnamed frame of a file at the start of the function holding
+        ``addr`` by the file's ``.eh_frame`` FDEs (so unnamed code groups by
+        function, not by instruction); None if no FDE covers it."""
+        entry = self._entry_for(addr)
+        index = None if entry is None or not entry.is_file else self._index_for(entry)
+        if entry is None or not isinstance(index, ElfIndex):
+            return None
+        file_offset = entry.file_offset(addr)
+        vaddr = index.vaddr_for_offset(file_offset)
+        start = None if vaddr is None else self._cache.function_start(index, vaddr)
+        if vaddr is None or start is None:
+            return None
+        return dataclasses.replace(frame, offset=FileOffset(file_offset - (vaddr - start)))
 
     def _vdso_frame(self, entry: MapEntry, addr: Address) -> Frame:
         index = self._indexes.get(entry)
