@@ -3,7 +3,11 @@
 Owns :class:`CodeRange` and :func:`code_ranges`: what the in-kernel unwinder
 needs to find a table for an address (``vaddr = address - bias``). The bias
 is mapping start - (p_vaddr + mapping offset - p_offset), of the PT_LOAD
-segment holding the mapping's file offset. Files are opened
+segment the mapping holds: the executable one (PF_X) whose page-rounded file
+range holds the mapping's offset. Never the first match: LLD (rustc's default
+linker, ``clang -fuse-ld=lld``) starts the executable segment in the same file
+page as the end of the read-only one, so both ranges hold that offset and
+the read-only one gives a bias 4 KiB off. Files are opened
 through /proc/PID/map_files/<range> (deleted files, other mount namespaces),
 falling back to /proc/PID/root/<path>. Program headers are read with
 ``struct`` (no pyelftools: this runs every time the maps change). Nothing
@@ -21,6 +25,8 @@ from bpftop.symbols.maps import MapEntry, parse_maps
 
 PROC_ROOT = "/proc"
 PT_LOAD = 1
+PF_X = 1
+PAGE_MASK = ~0xFFF
 MAX_PROGRAM_HEADERS = 256
 
 
@@ -80,18 +86,39 @@ def _code_range(pid: int, entry: MapEntry, proc_root: str) -> CodeRange | None:
                 segments = _load_segments(stream.read(64), stream)
         except OSError:
             continue
-        for offset, filesz, vaddr in segments:
-            page_start = offset & ~0xFFF
-            if page_start <= entry.offset < offset + max(filesz, 1):
-                bias = entry.start - (vaddr + entry.offset - offset)
-                identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-                return CodeRange(entry.start, entry.end, bias, entry.path, path, identity)
-        return None
+        bias = mapping_bias(segments, entry.start, entry.offset)
+        if bias is None:
+            return None
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return CodeRange(entry.start, entry.end, bias, entry.path, path, identity)
     return None
 
 
-def _load_segments(ident: bytes, stream: IO[bytes]) -> list[tuple[int, int, int]]:
-    """(p_offset, p_filesz, p_vaddr) of each PT_LOAD of a little-endian ELF64 file."""
+def mapping_bias(segments: list[LoadHeader], start: int, map_offset: int) -> int | None:
+    """The load bias of an executable mapping at ``start`` of file offset
+    ``map_offset``: from the PF_X segment whose page-rounded range holds the
+    offset (the first such segment without PF_X if none has it); None if none."""
+    holding = [
+        s for s in segments if s.offset & PAGE_MASK <= map_offset < s.offset + max(s.filesz, 1)
+    ]
+    chosen = next((s for s in holding if s.flags & PF_X), holding[0] if holding else None)
+    if chosen is None:
+        return None
+    return start - (chosen.vaddr + map_offset - chosen.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadHeader:
+    """The fields of one PT_LOAD program header the bias needs."""
+
+    offset: int
+    filesz: int
+    vaddr: int
+    flags: int
+
+
+def _load_segments(ident: bytes, stream: IO[bytes]) -> list[LoadHeader]:
+    """The PT_LOAD headers of a little-endian ELF64 file."""
     if len(ident) < 64 or ident[:4] != b"\x7fELF" or ident[4] != 2 or ident[5] != 1:
         return []
     phoff = struct.unpack_from("<Q", ident, 32)[0]
@@ -102,9 +129,9 @@ def _load_segments(ident: bytes, stream: IO[bytes]) -> list[tuple[int, int, int]
     table = stream.read(phentsize * phnum)
     segments = []
     for at in range(0, len(table) - phentsize + 1, phentsize):
-        kind, _flags, offset, vaddr, _paddr, filesz = struct.unpack_from("<IIQQQQ", table, at)
+        kind, flags, offset, vaddr, _paddr, filesz = struct.unpack_from("<IIQQQQ", table, at)
         if kind == PT_LOAD:
-            segments.append((offset, filesz, vaddr))
+            segments.append(LoadHeader(offset, filesz, vaddr, flags))
     return segments
 
 

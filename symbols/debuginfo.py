@@ -8,10 +8,14 @@ default, configurable for tests and odd distributions) and tries, in order:
    and ``<root>/<binary's directory>/``, accepting a file only when its CRC32
    matches the one the link records.
 
-Each place is looked for inside the target's mount namespace first
-(``/proc/PID/root``) and then on the host. The debug file's ``.symtab`` uses
-the same ELF virtual addresses as the stripped file, so its names index the
-stripped file directly. Nothing here raises.
+Each place is looked for inside the target's root first (``/proc/PID/root``
+plus the binary's path as the target sees it: :func:`inside_root`) and then
+on the host. The places searched are kept as the target sees them (no
+``/proc/PID/root`` prefix, which dies with that process), so a later process
+of the same root can tell that a debug file appeared since
+(:func:`debug_file_appeared`). The debug file's ``.symtab`` uses the same ELF
+virtual addresses as the stripped file, so its names index the stripped file
+directly. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -43,6 +47,24 @@ def build_id_path(root: str, build_id: str) -> str | None:
     if len(build_id) < 4 or any(c not in "0123456789abcdef" for c in build_id):
         return None
     return f"{root}/.build-id/{build_id[:2]}/{build_id[2:]}.debug"
+
+
+def inside_root(path: str, root_path: str) -> str:
+    """``path`` (as /proc/PID/maps shows it) as the process sees it: a chroot's
+    files show with the chroot's folder ``root_path`` (``/proc/PID/root``'s
+    target) in front, which the process does not see; other paths are kept."""
+    root = root_path.rstrip("/")
+    if root and path.startswith(root + "/"):
+        return path[len(root) :]
+    return path
+
+
+def debug_file_appeared(searched: tuple[str, ...], root_prefix: str = "") -> bool:
+    """True when one of the places searched (as the target sees them) now holds
+    a file, under the root ``root_prefix`` (a live ``/proc/PID/root``) or on
+    the host."""
+    prefixes = [root_prefix, ""] if root_prefix else [""]
+    return any(os.path.isfile(prefix + path) for path in searched for prefix in prefixes)
 
 
 def file_crc32(path: str) -> int | None:
@@ -93,14 +115,17 @@ class DebugFinder:
         debuglink: DebugLink | None,
         root_prefix: str = "",
     ) -> tuple[str | None, tuple[str, ...]]:
-        """The first debug file that exists and checks out, and every path tried."""
-        tried: list[str] = []
+        """The first debug file that exists and checks out, and every path
+        tried, as the target sees it (without ``root_prefix``; host and root
+        places of the same name once). ``binary_path``: the path inside the
+        target's root."""
+        tried: dict[str, None] = {}
         seen: set[str] = set()
         for candidate in self.candidates(binary_path, build_id, debuglink, root_prefix):
             if candidate.path in seen:
                 continue
             seen.add(candidate.path)
-            tried.append(candidate.path)
+            tried[_unprefixed(candidate.path, root_prefix)] = None
             if not os.path.isfile(candidate.path):
                 continue
             if os.path.realpath(candidate.path) == os.path.realpath(binary_path):
@@ -109,3 +134,9 @@ class DebugFinder:
                 continue
             return candidate.path, tuple(tried)
         return None, tuple(tried)
+
+
+def _unprefixed(path: str, root_prefix: str) -> str:
+    if root_prefix and path.startswith(root_prefix + "/"):
+        return path[len(root_prefix) :]
+    return path

@@ -2,12 +2,13 @@
 
 Owns :func:`demangle`. C++ (Itanium ABI, ``_Z...``) goes through the
 ``cxxfilt`` package (ctypes over libstdc++'s ``__cxa_demangle``, the very
-code c++filt and gdb use). Rust symbols go through ``rust-demangler``, which
-reads both schemes: legacy (``_ZN...17h<16 hex>E``, tried before C++ since
-it is also valid Itanium syntax) and v0 (``_R...``). For legacy names the
-``::h<hash>`` disambiguator is dropped for display, as rustc's alternate
-format does. A name that is not mangled, or fails to demangle, comes back
-unchanged: this never raises. Results are cached per name.
+code c++filt and gdb use). Rust symbols, in both schemes (legacy
+``_ZN...17h<16 hex>E``, tried before C++ since it is also valid Itanium
+syntax, and v0 ``_R...``), go through
+:func:`~bpftop.symbols.rust_demangle.demangle_rust`, into the form rustfilt
+prints (no crate hashes, no legacy ``::h<hash>``). A name that is not
+mangled, or fails to demangle, comes back unchanged: this never raises and
+never writes to stdout or stderr. Results are cached per name.
 """
 
 from __future__ import annotations
@@ -18,24 +19,22 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from bpftop.symbols.rust_demangle import demangle_rust
+
 
 def _optional(module: str) -> Any:
     """The module, or None: without it names are shown as the file spells them."""
     try:
         return importlib.import_module(module)
-    except Exception:  # pragma: no cover - both are declared dependencies (cxxfilt loads libstdc++)
+    except Exception:  # pragma: no cover - a declared dependency (it loads libstdc++)
         return None
 
 
 cxxfilt: Any = _optional("cxxfilt")
-rust_demangler: Any = _optional("rust_demangler")
 
 CACHE_SIZE = 1 << 17
 # rustc's legacy hash: the last path segment is "h" and 16 hex digits.
 _RUST_LEGACY = re.compile(r"^_?_ZN.*17h[0-9a-f]{16}E(\.[\w.$]*)?$")
-_RUST_HASH_SUFFIX = re.compile(r"::h[0-9a-f]{16}$")
-# GCC/LLVM clone suffixes a v0 name may carry (".llvm.123", ".cold").
-_CLONE_SUFFIX = re.compile(r"\.(llvm|cold|isra|constprop|part)[\w.]*$")
 
 
 def is_rust_legacy(name: str) -> bool:
@@ -50,19 +49,6 @@ def _call(function: Callable[[str], str], name: str) -> str | None:
     return result if isinstance(result, str) and result else None
 
 
-def _rust(name: str) -> str | None:
-    if rust_demangler is None:
-        return None
-    demangled = _call(rust_demangler.demangle, name)
-    if demangled is None and name.startswith("_R"):
-        stripped = _CLONE_SUFFIX.sub("", name)
-        if stripped != name:
-            demangled = _call(rust_demangler.demangle, stripped)
-    if demangled is None:
-        return None
-    return _RUST_HASH_SUFFIX.sub("", demangled)
-
-
 def _cxx(name: str) -> str | None:
     if cxxfilt is None:
         return None
@@ -74,7 +60,7 @@ def demangle(name: str) -> str:
     """The display form of a symbol name (unchanged when not mangled)."""
     demangled: str | None = None
     if name.startswith("_R") or is_rust_legacy(name):
-        demangled = _rust(name)
+        demangled = demangle_rust(name)
     if demangled is None and name.startswith(("_Z", "__Z")):
         demangled = _cxx(name)
     return demangled if demangled is not None else name

@@ -14,7 +14,10 @@ Entries are ``marshal`` data (plain lists of ints and strings: loading them
 runs no code) checked field by field; a broken entry is removed and the file
 parsed again. An index made without a debug file is stale once one of the
 places searched for a debug file holds one (the user installed a -dbgsym
-package): it is then rebuilt. Files without a build-id are not cached here.
+package, maybe inside a container or chroot): it is then rebuilt. Those
+places are kept as the target saw them and looked for under the root of the
+process asking now, never under a ``/proc/PID/root`` of the one that asked
+first. Files without a build-id are not cached here.
 Nothing here raises.
 """
 
@@ -27,11 +30,12 @@ import struct
 import tempfile
 from typing import IO, Any, TypeGuard
 
+from bpftop.symbols.debuginfo import debug_file_appeared
 from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
-FORMAT_VERSION = 2  # 2: keyed by size too; debug paths without /proc/PID/root
+FORMAT_VERSION = 3  # 2: keyed by size too; 3: places searched as the target sees them
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16
@@ -196,9 +200,10 @@ class DiskCache:
         self.hits = 0
         self.writes = 0
 
-    def get(self, build_id: str, file_size: int) -> ElfIndex | None:
+    def get(self, build_id: str, file_size: int, root_prefix: str = "") -> ElfIndex | None:
         """The stored index of the file with this build-id and size, if it is
-        there, valid and not stale."""
+        there, valid and not stale for a process whose root is ``root_prefix``
+        (a live ``/proc/PID/root``; empty: the host's)."""
         raw = self._store.read(build_id, file_size)
         if raw is None:
             return None
@@ -206,7 +211,7 @@ class DiskCache:
             index = _decode(raw, build_id, file_size)
         except Exception:
             index = None
-        if index is None or _stale(index):
+        if index is None or _stale(index, root_prefix):
             self._store.remove(build_id, file_size)
             return None
         self.hits += 1
@@ -277,9 +282,9 @@ def _strs(values: object) -> TypeGuard[list[str]]:
     return isinstance(values, list) and all(type(v) is str for v in values)
 
 
-def _stale(index: ElfIndex) -> bool:
+def _stale(index: ElfIndex, root_prefix: str) -> bool:
     """True when a debug file appeared where none was found before."""
-    return not index.has_full_symtab and any(os.path.isfile(p) for p in index.debug_searched)
+    return not index.has_full_symtab and debug_file_appeared(index.debug_searched, root_prefix)
 
 
 def _remove(path: str) -> None:

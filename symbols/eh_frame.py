@@ -1,6 +1,7 @@
 """Decoding ``.eh_frame`` / ``.debug_frame`` call frame information into walker rows.
 
-Owns :func:`frame_rows` and :class:`CfiError`: the CIEs and FDEs of one
+Owns :func:`frame_rows`, :func:`fde_ranges` (each FDE's range, for naming
+code without a symbol by its function) and :class:`CfiError`: the CIEs and FDEs of one
 section (LSB's .eh_frame format, DWARF 5 section 6.4), each FDE's
 instructions run from its CIE's initial state, and one row ``(pc, rule)`` for
 every row of the FDE's table (:func:`~bpftop.symbols.cfa_rules.row_rule`).
@@ -77,6 +78,19 @@ def frame_rows(
         return _Section(section, eh_frame).rows(covered, rows)
     except (IndexError, ValueError, struct.error) as err:
         raise CfiError(f"{section.name}: {type(err).__name__}") from err
+
+
+def fde_ranges(section: SectionData) -> list[tuple[int, int]]:
+    """``[start, end)`` of every FDE of an ``.eh_frame`` section, by start (no
+    instruction is run); a section that cannot be read is a :class:`CfiError`."""
+    if section.nobits:
+        return []
+    ranges = _Ranges(section, True)
+    try:
+        ranges.rows(set(), [])
+    except (IndexError, ValueError, struct.error) as err:
+        raise CfiError(f"{section.name}: {type(err).__name__}") from err
+    return sorted(ranges.found)
 
 
 class _Section:
@@ -246,3 +260,28 @@ def _encoded(data: bytes, at: int, basic: int) -> tuple[int, int]:
     if fmt is None:
         raise ValueError(f"pointer encoding {basic:#x}")
     return struct.unpack_from(fmt, data, at)[0], at + struct.calcsize(fmt)
+
+
+class _Ranges(_Section):
+    """The ranges of a section's FDEs, read without running their instructions."""
+
+    def __init__(self, section: SectionData, eh_frame: bool) -> None:
+        super().__init__(section, eh_frame)
+        self.found: list[tuple[int, int]] = []
+
+    def _fde(
+        self, start: int, length_size: int, offset_size: int, pointer: int, end: int,
+        covered: set[int], rows: list[Row],
+    ) -> tuple[int, bool]:  # fmt: skip
+        at = start + length_size + offset_size
+        cie = self._cie_at(start + offset_size - pointer)
+        encoding = cie.fde_encoding
+        if encoding is None or encoding == DW_EH_PE_OMIT or encoding & 0xF0 not in (0, 0x10):
+            raise ValueError("FDE pointer encoding")
+        pc, after = _encoded(self.data, at, encoding & 0x0F)
+        size, _ = _encoded(self.data, after, encoding & 0x0F)
+        if encoding & 0xF0 == DW_EH_PE_PCREL:
+            pc += self.address + at
+        if 0 <= pc < pc + size <= MAX_PC:
+            self.found.append((pc, pc + size))
+        return end, True

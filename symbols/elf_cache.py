@@ -9,6 +9,8 @@ file replaced on disk (new inode or mtime) is parsed again. In-memory images
 :class:`~bpftop.symbols.disk_cache.DiskCache`, indexes of files with a
 build-id are also kept on disk across runs, and so is what their DWARF
 answered (:class:`~bpftop.symbols.dwarf_cache.DwarfCache`, in the same folder).
+Code no symbol names is grouped by the ``.eh_frame`` FDE that covers it
+(:meth:`ElfCache.function_start`).
 Used from one thread.
 """
 
@@ -24,9 +26,11 @@ from bpftop.symbols.disk_cache import DiskCache, read_build_id
 from bpftop.symbols.dwarf import DwarfIndex
 from bpftop.symbols.dwarf_cache import DwarfCache
 from bpftop.symbols.elf import ElfError, ElfIndex
+from bpftop.symbols.fde_index import FdeIndex
 
 DEFAULT_MAX_FILES = 512
 DEFAULT_MAX_DWARF_FILES = 64
+DEFAULT_MAX_FDE_FILES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,8 @@ class ElfCache:
             dwarf_cache = DwarfCache(disk_cache.directory)
         self.dwarf_cache = dwarf_cache
         self._dwarf: OrderedDict[tuple[str, str], DwarfIndex] = OrderedDict()
+        # id(index) -> (index, its FDE ranges): the index is kept so its id stays its own.
+        self._fdes: OrderedDict[int, tuple[ElfIndex, FdeIndex]] = OrderedDict()
         self.debug_finder = debug_finder if debug_finder is not None else DebugFinder()
         self._entries: OrderedDict[CacheKey, Result] = OrderedDict()
         self.parses = 0  # how many files were actually parsed (for tests, stats)
@@ -100,9 +106,10 @@ class ElfCache:
 
         None when the file cannot be opened, or, with ``expected``, when its
         identity differs (another file at the same path: refused, not misread).
-        ``origin`` is the file's clean path (``path`` may be a /proc link) and
-        ``root_prefix`` the target's root (``/proc/PID/root``): both are used
-        to find a separate debug file.
+        ``origin`` is the file's clean path as the target sees it (``path`` may
+        be a /proc link) and ``root_prefix`` the target's root
+        (``/proc/PID/root``): both are used to find a separate debug file, and
+        to tell whether one appeared since an index was stored.
         """
         try:
             with open(path, "rb") as stream:
@@ -114,7 +121,7 @@ class ElfCache:
                     return cached
                 build_id = read_build_id(stream) if self.disk_cache is not None else None
                 if build_id and self.disk_cache is not None:
-                    stored = self.disk_cache.get(build_id, file_id.size)
+                    stored = self.disk_cache.get(build_id, file_id.size, root_prefix)
                     if stored is not None:
                         stored.elf_paths = _paths(path, origin, root_prefix)
                         return self._put(file_id, stored)
@@ -173,6 +180,19 @@ class ElfCache:
             if dwarf.has_dwarf:
                 return dwarf
         return None
+
+    def function_start(self, index: ElfIndex, vaddr: int) -> int | None:
+        """Where the function holding ``vaddr`` starts by ``index``'s file's
+        ``.eh_frame`` (for code without a symbol); None if no FDE covers it.
+        The ranges are read on first use and kept (bounded, least recently used)."""
+        key = id(index)
+        found = self._fdes.get(key)
+        if found is None or found[0] is not index:
+            found = self._fdes[key] = (index, FdeIndex.load(index.elf_paths))
+            while len(self._fdes) > DEFAULT_MAX_FDE_FILES:
+                self._fdes.popitem(last=False)
+        self._fdes.move_to_end(key)
+        return found[1].start_of(vaddr)
 
     def load_bytes(self, data: bytes) -> Result:
         """The index of an in-memory ELF image, parsed once per content."""

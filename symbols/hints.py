@@ -35,6 +35,11 @@ MAX_SAVED = 1000  # answers kept on disk; the oldest go first
 DATABASES = ("/var/lib/dpkg/status", "/var/cache/apt/pkgcache.bin")
 _SAVED_LOCK = threading.RLock()  # lookups run on several threads: one reads or saves at a time
 
+JIT_HINT = (
+    "JIT code without /tmp/perf-PID.map: start the runtime with its perf map on "
+    "(node --perf-basic-prof, python3 -X perf, java -XX:+UnlockDiagnosticVMOptions "
+    "-XX:+DumpPerfMapAtExit)"
+)
 _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.UNMAPPED: "address outside every mapping of the process "
     "(code unmapped since, or a stack walked wrongly)",
@@ -43,8 +48,7 @@ _STATIC_HINTS: dict[Unresolved, str] = {
     "its maps were never read",
     Unresolved.ANONYMOUS: "anonymous executable memory that the process's perf map "
     "does not describe",
-    Unresolved.JIT_NO_PERF_MAP: "JIT code without /tmp/perf-PID.map: start the runtime "
-    "with its perf map on (node --perf-basic-prof, python3.12 -X perf, JVM perf-map-agent)",
+    Unresolved.JIT_NO_PERF_MAP: JIT_HINT,
     Unresolved.KERNEL_HIDDEN: "kernel symbols are hidden: run as root, or set "
     "sysctl kernel.kptr_restrict=0",
     Unresolved.STACK_UNREADABLE: "the stack could not be read for this sample",

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import time
 from collections.abc import Callable, Sequence
 
-from bpftop.symbols.addresses import Address, ElfVaddr
+from bpftop.symbols.addresses import Address, ElfVaddr, FileOffset
+from bpftop.symbols.debuginfo import inside_root
 from bpftop.symbols.demangle import display_and_mangled
 from bpftop.symbols.dwarf import DwarfIndex
 from bpftop.symbols.elf import ElfError, ElfIndex
@@ -39,6 +41,11 @@ IndexResult = ElfIndex | ElfError
 SourceLine = tuple[str, int]
 
 
+# Unnamed code of a file: shown at its function's start (by .eh_frame), one
+# frame per function whichever instruction was sampled or returned to.
+BY_FUNCTION = frozenset({Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED})
+
+
 def named_frame(symbol: str, module: str, offset: int) -> Frame:
     """A resolved frame, demangled for display, keeping the mangled name."""
     shown, mangled = display_and_mangled(symbol)
@@ -49,6 +56,15 @@ def _miss(index: ElfIndex) -> Unresolved:
     """Why a lookup in ``index`` found nothing: a file whose full symbol table
     does not cover the address is not a file without symbols."""
     return Unresolved.NOT_COVERED if index.has_full_symtab else Unresolved.NO_SYMBOLS
+
+
+def _root_path(proc: str) -> str:
+    """Where the process's root is (``/proc/PID/root``'s target: ``/``, or a
+    chroot's folder); ``/`` when unreadable."""
+    try:
+        return os.readlink(f"{proc}/root")
+    except OSError:
+        return "/"
 
 
 def read_start_time(pid: int, proc_root: str = PROC_ROOT) -> int | None:
@@ -81,6 +97,7 @@ class ProcessSymbolizer:
         self._cache = cache
         self._proc = f"{proc_root}/{pid}"
         self._proc_root = proc_root
+        self._root_path = _root_path(self._proc)
         self._clock = clock
         self._min_reread_interval_s = min_reread_interval_s
         self.start_time: int | None = read_start_time(pid, proc_root)
@@ -113,6 +130,7 @@ class ProcessSymbolizer:
         self._file_ids = dict(parent._file_ids)
         self._indexes = dict(parent._indexes)
         self._proc = parent._proc
+        self._root_path = parent._root_path
         self.perf_map = parent.perf_map
         self._clear_frames()
 
@@ -202,11 +220,13 @@ class ProcessSymbolizer:
         cached = self._frames.get(key)
         if cached is not None:
             return cached
-        if innermost or addr <= 0:
-            frame = self._resolve(Address(addr))
-        else:
-            looked = self._resolve(Address(addr - 1))
-            frame = dataclasses.replace(looked, offset=looked.offset + 1)
+        looked_at = Address(addr if innermost or addr <= 0 else addr - 1)
+        frame = self._resolve(looked_at)
+        grouped = self._by_function(frame, looked_at) if frame.reason in BY_FUNCTION else None
+        if grouped is not None:
+            frame = grouped
+        elif looked_at != addr:
+            frame = dataclasses.replace(frame, offset=frame.offset + 1)
         if frame.reason not in TRANSIENT_REASONS or self.gone:
             if len(self._frames) >= MAX_CACHED_ADDRESSES:
                 self._clear_frames()
@@ -267,6 +287,21 @@ class ProcessSymbolizer:
             return Frame(None, entry.path, file_offset, reason=_miss(index))
         return named_frame(hit[0], entry.path, hit[1])
 
+    def _by_function(self, frame: Frame, addr: Address) -> Frame | None:
+        """An unnamed frame of a file at the start of the function holding
+        ``addr`` by the file's ``.eh_frame`` FDEs (so unnamed code groups by
+        function, not by instruction); None if no FDE covers it."""
+        entry = self._entry_for(addr)
+        index = None if entry is None or not entry.is_file else self._index_for(entry)
+        if entry is None or not isinstance(index, ElfIndex):
+            return None
+        file_offset = entry.file_offset(addr)
+        vaddr = index.vaddr_for_offset(file_offset)
+        start = None if vaddr is None else self._cache.function_start(index, vaddr)
+        if vaddr is None or start is None:
+            return None
+        return dataclasses.replace(frame, offset=FileOffset(file_offset - (vaddr - start)))
+
     def _vdso_frame(self, entry: MapEntry, addr: Address) -> Frame:
         index = self._indexes.get(entry)
         if index is None:
@@ -303,15 +338,18 @@ class ProcessSymbolizer:
             cached = self._cache.get(expected)
             if cached is not None:
                 return cached
+        # The path as the process sees it: a chroot's files show in the maps
+        # with the chroot's folder in front.
+        inside = inside_root(entry.path, self._root_path)
         candidates: list[tuple[str, FileId | None]] = [
             (f"{self._proc}/map_files/{entry.range_name}", None)
         ]
-        candidates.append((f"{self._proc}/root{entry.path}", expected))
+        candidates.append((f"{self._proc}/root{inside}", expected))
         if not entry.deleted:
             candidates.append((entry.path, expected))
         for path, must_match in candidates:
             result = self._cache.load(
-                path, must_match, origin=entry.path, root_prefix=f"{self._proc}/root"
+                path, must_match, origin=inside, root_prefix=f"{self._proc}/root"
             )
             if result is not None:
                 return result

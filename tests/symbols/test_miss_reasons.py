@@ -40,3 +40,24 @@ def test_truncation_hints_name_the_walker_not_frame_pointers_alone() -> None:
     assert "walk stopped before main or a thread start" in cut and "unwind table" in cut
     deep = hint(Frame(None, "", 0, reason=Unresolved.STACK_TOO_DEEP))
     assert "walk limit" in deep and "frame pointers" not in deep
+
+
+def test_stripped_code_groups_by_the_function_its_fde_covers(built, run, nm) -> None:
+    """No symbol names fix_alpha in the stripped file, but its .eh_frame FDE
+    does: every address in it is one frame, at the file offset of its start."""
+    prog = run(built.stripped)
+    symbols = {s.name: s for s in nm(built.pie)}  # the same code, unstripped
+    alpha, beta = symbols["fix_alpha"], symbols["fix_beta"]
+    base = prog.addrs["fix_alpha"] - alpha.start
+    sym = Symbolizer()
+    inside = [prog.addrs["fix_alpha"] + d for d in (0, 1, alpha.size // 2, alpha.size - 1)]
+    frames = {sym.user_frames(prog.pid, [a])[0] for a in inside}
+    assert len(frames) == 1, frames
+    (frame,) = frames
+    process = sym.process(prog.pid)
+    assert process is not None and process.maps is not None
+    entry = next(e for e in process.maps.entries if e.contains(inside[0]))
+    assert frame.offset == entry.file_offset(prog.addrs["fix_alpha"])
+    assert frame.function is None and frame.reason is Unresolved.NO_SYMBOLS
+    other = sym.user_frames(prog.pid, [base + beta.start + 1])[0]
+    assert other.label != frame.label and other.offset == frame.offset + beta.start - alpha.start

@@ -90,7 +90,9 @@ def test_return_address_rule_at_a_function_start(built, run, nm) -> None:
     _assert_named(caller, before.name, beta.start - before.start, built.pie)
 
 
-def test_stripped_executable_keeps_file_offset(built, run) -> None:
+def test_stripped_executable_keeps_the_file_offset_of_the_function(built, run) -> None:
+    """Unnamed code is shown at the file offset where its function starts (its
+    .eh_frame FDE's start), whichever instruction was sampled."""
     prog = run(built.stripped)
     sym = Symbolizer()
     frame = sym.user_frames(prog.pid, [prog.addrs["fix_alpha"] + 4])[0]
@@ -99,7 +101,7 @@ def test_stripped_executable_keeps_file_offset(built, run) -> None:
     # strip keeps the layout: the unstripped twin names what that offset is
     twin = ElfIndex.load(str(built.pie))
     assert isinstance(twin, ElfIndex)
-    assert twin.lookup_offset(FileOffset(frame.offset)) == ("fix_alpha", 4)
+    assert twin.lookup_offset(FileOffset(frame.offset)) == ("fix_alpha", 0)
     assert frame.label == f"{built.stripped.name}+0x{frame.offset:x}"
 
 

@@ -42,6 +42,8 @@ class FakeSource:
         self.modes: list[TimeSetting] = []
         self.threads: list[int | None] = []
         self.source_lines: list[bool] = []
+        self.short_names = False
+        self.short_name_requests: list[bool] = []
         self.probe_switches: list[str] = []
 
     def start(self, on_snapshot: SnapshotCallback, on_error: ErrorCallback) -> None:
@@ -74,6 +76,10 @@ class FakeSource:
 
     def show_source_lines(self, on: bool) -> None:
         self.source_lines.append(on)
+
+    def use_short_names(self, on: bool) -> None:
+        self.short_names = on
+        self.short_name_requests.append(on)
 
     def switch_probe(self, text: str) -> None:
         self.probe_switches.append(text)

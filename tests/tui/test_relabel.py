@@ -1,5 +1,5 @@
-"""Frame names for --offsets and --mangled (the collector's stack cache relabels each
-distinct stack once)."""
+"""Frame names for --offsets, --mangled and --names short (the collector's
+stack cache relabels each distinct stack once)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,16 @@ def test_unnamed_frames_keep_module_and_offset() -> None:
     for offsets, mangled in ((True, False), (False, True), (True, True)):
         assert relabel(UNKNOWN, offsets, mangled) == UNKNOWN
         assert UNKNOWN.label == "libz.so.1+0x1a2b"
+
+
+RUST = Frame("core::fmt::write", "/bin/app", 0x10, mangled="_ZN4core3fmt5write17h0123456789abcdefE")
+TEMPLATE = Frame("int ns::get<int>(int) const", "/bin/app", 0x8, mangled="_ZNK2ns3getIiEEiT_")
+PYTHON = Frame("run (app.py:12)", "app.py", 4)
+
+
+def test_short_names_drop_cxx_parameters_and_return_types_only() -> None:
+    assert relabel(CXX, offsets=False, mangled=False, short=True).label == "ns::f"
+    assert relabel(TEMPLATE, offsets=False, mangled=False, short=True).label == "ns::get<int>"
+    assert relabel(CXX, offsets=True, mangled=False, short=True).label == "ns::f+0x1f"
+    for other in (RUST, PYTHON, KERNEL, UNKNOWN):  # not C++: as they were
+        assert relabel(other, offsets=False, mangled=False, short=True) == other

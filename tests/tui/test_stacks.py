@@ -137,3 +137,19 @@ def test_a_stack_as_deep_as_the_walk_is_too_deep_not_truncated() -> None:
     assert deep.unknown == ((Unresolved.STACK_TOO_DEEP, ""),)
     cache._max_depth = 3
     assert cache.lookup(sample((3, 1))).unknown == ((Unresolved.STACK_TRUNCATED, ""),)
+
+
+class CxxSymbolizer(CountingSymbolizer):
+    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+        self.calls.append("user")
+        return tuple(Frame(f"f{a}(int)", "/bin/app", 0, mangled=f"_Z2f{a}i") for a in addrs)
+
+
+def test_short_names_rebuild_stacks_only_on_a_change() -> None:
+    cache = StackCache(CxxSymbolizer(), offsets=False, mangled=False, short_names=True)
+    short = cache.lookup(sample((2, 1)))
+    assert [f.function for f in short.frames] == ["f1", "f2"]
+    cache.use_short_names(True)  # no change: the stack is kept
+    assert cache.lookup(sample((2, 1))) is short
+    cache.use_short_names(False)
+    assert [f.function for f in cache.lookup(sample((2, 1))).frames] == ["f1(int)", "f2(int)"]

@@ -30,7 +30,12 @@ from bpftop.tui.app.probe_dialog import ProbeDialog
 from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
-from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching, SnapshotSource
+from bpftop.tui.collect.snapshot_source import (
+    ControlledSource,
+    ProbeSwitching,
+    ShortNames,
+    SnapshotSource,
+)
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
@@ -320,6 +325,16 @@ class BpftopApp(SourceApp):
         if isinstance(self.source, ControlledSource):
             self.source.show_source_lines(self.show_lines)
         self.render_view()
+
+    def action_toggle_short_names(self) -> None:
+        """C++ names short (as perf shows them) or in full; counts start again."""
+        if not isinstance(self.source, ShortNames):
+            self.notify("a saved profile keeps the names it has", severity="warning")
+            return
+        short = not self.source.short_names
+        self.source.use_short_names(short)
+        what = "short (no parameters, no return type)" if short else "in full"
+        self.notify(f"C++ names {what}; counts start again", title="names")
 
     def action_toggle_baseline(self) -> None:
         derived = self._derived()

@@ -41,6 +41,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("f", "toggle_filter", "Filter"),
     Binding("L", "toggle_lines", "Lines", show=False),
     Binding("i", "toggle_inline", "Inline rows", show=False),
+    Binding("F", "toggle_short_names", "Short names", show=False),
     Binding("b", "toggle_baseline", "Baseline"),
     Binding("K", "only_frames('user')", "User only", show=False),
     Binding("U", "only_frames('kernel')", "Kernel only", show=False),
@@ -117,6 +118,11 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     ),
     KeyHelp(
         "toggle_lines", "show `file:line` beside function names (DWARF, resolved only while shown)"
+    ),
+    KeyHelp(
+        "toggle_short_names",
+        "C++ names short, as perf shows them: no parameters, no return type (again: in "
+        "full; `--names short` starts so); counts start again",
     ),
     KeyHelp(
         "toggle_inline",

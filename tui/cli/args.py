@@ -137,6 +137,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="keep C++/Rust names as the symbol table spells them (for export)",
     )
     p.add_argument(
+        "--names",
+        choices=("full", "short"),
+        default="full",
+        help="C++ function names in full, with parameters (the default), or short, as perf "
+        "shows them: no parameters, no return type (the live view's F key switches)",
+    )
+    p.add_argument(
         "--unwind",
         choices=("auto", "dwarf", "fp"),
         default="auto",

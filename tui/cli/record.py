@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.hints import JIT_HINT
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
@@ -108,6 +110,9 @@ def _write(
                 file=sys.stderr,
             )
     save_recording(snap, meta, args.output, args.format)
+    jit = _jit_hint(snap)
+    if jit:
+        print(f"bpftop: {jit}", file=sys.stderr)
     if snap.stats.total_samples == 0:
         print(f"bpftop: warning: {_empty_reason(args, snap, exited_at)}", file=sys.stderr)
     elif exited_at and args.pids and getattr(args, "launched", None) is None:
@@ -116,6 +121,18 @@ def _write(
             "the recording ends there",
             file=sys.stderr,
         )
+
+
+JIT_REASON = Unresolved.JIT_NO_PERF_MAP.value
+
+
+def _jit_hint(snap: Snapshot) -> str:
+    """One line when samples ran JIT code that no perf map names ("" if none)."""
+    total = snap.stats.total_samples
+    jit = sum(u.samples for u in snap.unknown if u.reason.startswith(JIT_REASON))
+    if not jit or not total:
+        return ""
+    return f"{100 * jit / total:.1f}% of the samples are in {JIT_HINT}"
 
 
 def _empty_reason(args: argparse.Namespace, snap: Snapshot, exited_at: list[float]) -> str:

@@ -103,6 +103,7 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
             interval_s,
             offsets=args.offsets,
             mangled=args.mangled,
+            short_names=getattr(args, "names", "full") == "short",
             extra_pids=pids[1:],
             system_wide=args.all,
             launched=launched,

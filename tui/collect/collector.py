@@ -24,6 +24,7 @@ from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
+from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import Hints
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
@@ -54,7 +55,7 @@ from bpftop.tui.collect.thread_names import ThreadNames
 from bpftop.tui.collect.unwind_feed import UnwindFeed, attach_unwinder, prefetch_unwind_tables
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import Phase, Snapshot
-from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting
+from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 PREFETCH_WAIT_S = 3.0  # BPF attaches after this at the latest, tables or not
 COLLECTOR_THREAD = "bpftop-collect"  # its name in /proc/PID/task/*/comm (top -H)
@@ -77,6 +78,7 @@ class Collector:
         *,
         offsets: bool = False,
         mangled: bool = False,
+        short_names: bool = False,
         extra_pids: Sequence[int] = (),
         system_wide: bool = False,
         launched: subprocess.Popen[bytes] | None = None,
@@ -85,7 +87,8 @@ class Collector:
         python_frames: bool = True,
     ) -> None:
         """``offsets``: frames named ``function+0xOFF`` (perf's sym+off); ``mangled``:
-        as the symbol table spells them. ``pid``: the main target (the header's),
+        as the symbol table spells them; ``short_names``: C++ functions without
+        parameters and return type. ``pid``: the main target (the header's),
         ``extra_pids`` more (-p -p); ``system_wide``: every process (-a, ``pid`` 0);
         ``launched``: a command held before its first instruction, let go once
         probes are attached; ``early``: perf_event sampling the CLI started, taken
@@ -99,8 +102,13 @@ class Collector:
         self._sampler = sampler
         self._symbolizer = Symbolizer(prefetch_kernel=early is not None)  # samples from launch on
         self._stacks = StackCache(
-            self._symbolizer, offsets=offsets, mangled=mangled, python=python_frames
+            self._symbolizer,
+            offsets=offsets,
+            mangled=mangled,
+            python=python_frames,
+            short_names=short_names,
         )
+        self.short_names = short_names  # asked for by the app (a key), read between ticks
         self._hints = Hints()
         self._probes = ProbeProfiles(sampler.probe, sampler.spec.weighted)
         self._probe_request = ProbeRequest()
@@ -182,6 +190,14 @@ class Collector:
         """From now on, give new stacks' frames ``file:line`` (DWARF, cached per address)."""
         self.source_lines = on
         self._wake.set()
+
+    def use_short_names(self, on: bool) -> None:
+        """Name C++ functions short (or in full) from now on; counts start again
+        (a tree holding both forms of one function would split its time)."""
+        if on != self.short_names:
+            self.short_names = on
+            self._commands.request_reset()
+            self._wake.set()
 
     # -- the thread -----------------------------------------------------------
     def _run(self) -> None:
@@ -345,6 +361,7 @@ class Collector:
         if self._commands.apply(self._profile).reset:
             self._probes.reset_counters()  # counts start again from now
         self._stacks.show_source_lines(self.source_lines)
+        self._stacks.use_short_names(self.short_names)
 
     def _switch_probe(self, text: str) -> None:
         """Attach ``text``'s probe instead of the current one, or say why not."""
@@ -422,7 +439,9 @@ class Collector:
             hot=current.hot_functions(limit=500),
             hot_by_symbol=current.hot_functions(limit=500, by_symbol=True),
             message="; ".join(filter(None, (message, *self.python_notes))),
-            unknown=() if self.headless else unknown_shares(profile.unknown, self._hints),
+            unknown=unknown_shares(
+                _shown_unknown(profile.unknown, self.headless, final), self._hints
+            ),
             maps=facts.maps,  # (record reads only the last snapshot's)
             overhead=facts.overhead,
             time_mode=profile.label,
@@ -441,3 +460,16 @@ class Collector:
 
 
 _UNREAD = Profile()  # the empty tree and table of headless ticks
+
+
+def _shown_unknown(
+    counts: dict[UnknownKey, int], headless: bool, final: bool
+) -> dict[UnknownKey, int]:
+    """The unknown-frame counts a snapshot reports: all for the live view; for
+    record, only JIT code without a perf map, and only at the end (its one-line
+    hint needs no package lookup; the others' would run dpkg)."""
+    if not headless:
+        return counts
+    if not final:
+        return {}
+    return {k: n for k, n in counts.items() if k[0] is Unresolved.JIT_NO_PERF_MAP}

@@ -69,6 +69,18 @@ class ProbeSwitching(Protocol):
 
 
 @runtime_checkable
+class ShortNames(Protocol):
+    """A source that can name C++ functions short or in full (the collector)."""
+
+    short_names: bool
+
+    def use_short_names(self, on: bool) -> None:
+        """Name C++ functions without parameters and return type (or in full)
+        from now on; counts start again."""
+        ...
+
+
+@runtime_checkable
 class NativeFrames(Protocol):
     """A source that can show native frames only for Python stacks (the collector)."""
 

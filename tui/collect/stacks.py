@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved, truncation
 from bpftop.symbols.hints import Hints
+from bpftop.symbols.short_names import is_cxx, short_name
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.python_feed import PythonFeed
 from bpftop.tui.model.snapshot import UnknownShare
@@ -59,14 +60,22 @@ class StackCache:
     """(tgid, user stack, kernel stack) -> :class:`Stack`, built once per distinct stack.
 
     ``offsets``: name frames ``function+0xOFF`` (one node per address, as
-    perf's sym+off); ``mangled``: as the symbol table spells them.
+    perf's sym+off); ``mangled``: as the symbol table spells them;
+    ``short_names``: C++ functions without parameters and return type.
     """
 
     def __init__(
-        self, symbolizer: Symbolizer, *, offsets: bool, mangled: bool, python: bool = True
+        self,
+        symbolizer: Symbolizer,
+        *,
+        offsets: bool,
+        mangled: bool,
+        python: bool = True,
+        short_names: bool = False,
     ) -> None:
         self._symbolizer = symbolizer
         self._offsets, self._mangled = offsets, mangled
+        self.short_names = short_names
         self._stacks: dict[StackKey, Stack] = {}
         self._max_depth = max_stack_depth()
         self.source_lines = False  # the frames built now carry file:line
@@ -81,6 +90,13 @@ class StackCache:
         """
         if on != self.source_lines:
             self.source_lines = on
+            self._stacks.clear()
+
+    def use_short_names(self, on: bool) -> None:
+        """Name C++ functions short (or in full) from now on; on a change the
+        stacks are forgotten, so those seen again are named the new way."""
+        if on != self.short_names:
+            self.short_names = on
             self._stacks.clear()
 
     def lookup(self, sample: RawSample) -> Stack:
@@ -119,8 +135,9 @@ class StackCache:
         return Stack(frames, unknown_keys(frames, cut), natives)
 
     def _relabeled(self, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
-        if self._offsets or self._mangled:
-            return tuple(relabel(f, self._offsets, self._mangled) for f in frames)
+        if self._offsets or self._mangled or self.short_names:
+            short = self.short_names and not self._mangled
+            return tuple(relabel(f, self._offsets, self._mangled, short) for f in frames)
         return frames
 
 
@@ -136,11 +153,14 @@ def _packed_python(sample: RawSample) -> bytes:
     return array("Q", [*flat, sample.python_truncated]).tobytes()
 
 
-def relabel(frame: Frame, offsets: bool, mangled: bool) -> Frame:
-    """A named frame renamed: its mangled name, and/or with ``+0xOFF``."""
+def relabel(frame: Frame, offsets: bool, mangled: bool, short: bool = False) -> Frame:
+    """A named frame renamed: its mangled name, or (``short``) a C++ function's
+    short name, and/or with ``+0xOFF``."""
     name = frame.raw_function if mangled else frame.function
     if name is None:
         return frame
+    if short and is_cxx(frame.mangled):
+        name = short_name(name)
     if offsets:
         name = f"{name}+0x{frame.offset:x}"
     return dataclasses.replace(frame, function=name)

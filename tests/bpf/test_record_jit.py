@@ -1,0 +1,81 @@
+"""`bpftop record` on a process running JIT code: without a perf map it says
+in one line what to turn on; with one, the code is named and nothing is said.
+Against the real kernel, with a program that spins in anonymous executable
+memory (built here by gcc)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.bpf.test_record import parse_folded
+from tests.bpf.test_targets import record
+
+# Copies a spin loop (`jmp .`) into anonymous executable memory and runs it;
+# with the argument "map" it first describes it in /tmp/perf-PID.map.
+JIT_SPIN = r"""
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (code == MAP_FAILED) return 1;
+    code[0] = 0xeb; code[1] = 0xfe;
+    if (argc > 1 && strcmp(argv[1], "map") == 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+        FILE *map = fopen(path, "w");
+        if (!map) return 1;
+        fprintf(map, "%lx 2 LazyCompile:*spin app.js:1\n", (unsigned long)code);
+        fclose(map);
+    }
+    ((void (*)(void))code)();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def jit_spin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("jit")
+    (folder / "jit_spin.c").write_text(JIT_SPIN)
+    out = folder / "jit_spin"
+    subprocess.run(["gcc", "-O1", "-o", str(out), str(folder / "jit_spin.c")], check=True)
+    return out
+
+
+@pytest.mark.parametrize("with_map", [False, True], ids=["no-perf-map", "perf-map"])
+def test_record_says_what_to_turn_on_for_jit_code(
+    jit_spin: Path, tmp_path: Path, with_map: bool
+) -> None:
+    target = subprocess.Popen([str(jit_spin), *(["map"] if with_map else [])])
+    out = tmp_path / "jit.folded"
+    try:
+        time.sleep(0.2)
+        result = record(out, "-p", str(target.pid), "-F", "199", "-d", "2")
+    finally:
+        target.kill()
+        target.wait()
+        Path(f"/tmp/perf-{target.pid}.map").unlink(missing_ok=True)
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    named = sum(n for s, n in stacks.items() if any("LazyCompile:*spin" in f for f in s))
+    hints = [line for line in result.stderr.splitlines() if "perf map" in line]
+    print(f"with_map={with_map}: {named} of {total} samples named; stderr: {hints}")
+    assert total > 50, result.stderr
+    if with_map:
+        assert named >= 0.95 * total, stacks.most_common(3)
+        assert not hints, result.stderr
+        return
+    assert named == 0
+    assert len(hints) == 1, result.stderr
+    (line,) = hints
+    share = float(line.split("% of the samples")[0].rsplit(" ", 1)[-1])
+    assert share >= 95.0, line
+    for flag in ("node --perf-basic-prof", "python3 -X perf", "-XX:+DumpPerfMapAtExit"):
+        assert flag in line, line
