@@ -16,7 +16,7 @@ from bpftop.bpf.errors import UsageError
 from bpftop.tui.app import app as app_module
 from bpftop.tui.app import terminal
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.cli import live, tty
+from bpftop.tui.cli import live, shutdown, tty
 
 from .helpers import SIZE, demo_app, notifications
 
@@ -91,13 +91,14 @@ class CrashedApp:
 
 class Stopped:
     pid = 1
+    compiling = False
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
         pass
 
 
 @contextlib.contextmanager
-def no_terminal() -> Iterator[type]:
+def no_terminal(on_lost: object = None) -> Iterator[type]:
     yield object
 
 
@@ -106,7 +107,7 @@ def test_the_live_view_exits_non_zero_after_a_crash(
 ) -> None:
     monkeypatch.setattr(live, "check", lambda args: object())
     monkeypatch.setattr(live, "make_collector", lambda *args: Stopped())
-    monkeypatch.setattr(live, "on_signals", lambda handler: None)
+    monkeypatch.setattr(shutdown.Shutdown, "install", lambda self: None)
     monkeypatch.setattr(live, "tune_gc", lambda: None)
     monkeypatch.setattr(live, "keep_stderr", lambda: None)  # would bypass capsys
     monkeypatch.setattr(app_module, "BpftopApp", CrashedApp)

@@ -231,10 +231,13 @@ def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
         "run it in a terminal" if base is None else "without one: bpftop diff --folded BASE NEW"
     )
     from bpftop.tui.app.terminal import terminal_driver
+    from bpftop.tui.cli.shutdown import Shutdown
 
     app = view_app(snap, base)
-    with terminal_driver() as driver:
+    shutdown = Shutdown(app.request_exit, cut_code=0)  # the terminal went: nothing to keep
+    with terminal_driver(shutdown.terminal_lost) as driver:
         app.driver_class = driver
+        shutdown.before_cut = getattr(driver, "restore", lambda: None)
         app.run()
     return 0
 

@@ -13,19 +13,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import NoReturn
 
 from bpftop.bpf.errors import BpftopError, OutputError
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.session import (
-    check,
-    end_launched,
-    keep_stderr,
-    make_collector,
-    on_signals,
-)
+from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
+from bpftop.tui.cli.shutdown import Shutdown, leave
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
@@ -42,36 +36,30 @@ def run_record(args: argparse.Namespace) -> int:
     if sampler is None:
         return 0
     keep_stderr()
+    done = threading.Event()
+    shutdown = Shutdown(done.set)
+    shutdown.cut_message = f"bpftop: stopping took too long: {args.output} was not written"
+    shutdown.install()  # before a command is started held: it is never left stopped
     collector = make_collector(args, sampler, interval_s=1.0)
+    shutdown.launched = getattr(args, "launched", None)
     collector.headless = True  # the file is written from the last snapshot only
     tune_gc()
     errors: list[BpftopError] = []
-    done = threading.Event()
-    on_signals(done.set)
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
     since = getattr(args, "early_since", None)  # perf_event sampling since launch
     started_ns = _sample(collector, args.duration, done, errors, exited_at, since)
-    collector.stop(wait=False)  # the file first; a compile still running: see _leave
+    collector.stop(wait=False)  # the file first; a compile still running: see leave
     end_launched(args)
+    shutdown.writing(str(args.output))
     try:
         _write(args, collector, errors, exited_at, started_ns)
     except BaseException:
         collector.stop()  # waits for a compile still running (BCC's exit hooks, below)
         raise
-    if collector.compiling:
-        _leave(0)
+    if collector.compiling:  # (a 1 s record of the early sampler's samples exited at
+        leave(0)  # 3.2 s, after the compile, when it waited for it: bench.startup)
     collector.stop()  # joins the compile's thread (it may have ended just now)
     return 0
-
-
-def _leave(code: int) -> NoReturn:
-    """Exit now, while BCC still compiles on its thread (a 1 s record of the
-    early sampler's samples exited at 3.2 s, after the compile: bench.startup).
-    Nothing of the compile is attached yet, and the kernel frees what it made;
-    a normal exit would run BCC's and LLVM's exit hooks under it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _write(
