@@ -91,7 +91,7 @@ def test_a_cut_while_writing_keeps_the_old_file_and_leaves_no_temp_file(tmp_path
     assert (tmp_path / "out.folded").read_text() == "old 1\n"
 
 
-def test_a_write_that_finishes_in_time_is_kept(tmp_path: Path) -> None:
+def test_record_keeps_what_it_was_asked_for_after_the_first_signal(tmp_path: Path) -> None:
     done, _ = run_child(
         """
         import os, signal, time
@@ -99,12 +99,12 @@ def test_a_write_that_finishes_in_time_is_kept(tmp_path: Path) -> None:
         from bpftop.tui.formats.atomic import write_output
 
         stopped = []
-        shutdown = Shutdown(lambda: stopped.append(1), grace_s=1.0)
+        shutdown = Shutdown(lambda: stopped.append(1), keep_first=True, grace_s=0.3)
         shutdown.install()
         os.kill(os.getpid(), signal.SIGTERM)  # sampling is asked to stop...
+        time.sleep(1.0)  # ...and the last tick takes its time
+        shutdown.writing("out.folded")
         time.sleep(0.5)
-        shutdown.writing("out.folded")  # ...and stopped in time: the write is not cut
-        time.sleep(1.0)
         write_output("out.folded", lambda out: out.write(b"new 1\\n"))
         print(len(stopped))
         """,
@@ -113,6 +113,28 @@ def test_a_write_that_finishes_in_time_is_kept(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1"], "stop is asked once"
     assert (tmp_path / "out.folded").read_text() == "new 1\n"
+
+
+def test_a_second_signal_cuts_record_short(tmp_path: Path) -> None:
+    done, took = run_child(
+        """
+        import os, signal, time
+        from bpftop.tui.cli.shutdown import Shutdown
+
+        shutdown = Shutdown(lambda: None, keep_first=True, grace_s=0.3)
+        shutdown.cut_message = "bpftop: not written"
+        shutdown.install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1.0)  # not cut
+        print("still here", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+        """,
+        tmp_path,
+    )
+    assert took < 1.0 + ENDS_S
+    assert done.stdout.strip() == "still here"
+    assert done.returncode == 128 + signal.SIGTERM and done.stderr.strip() == "bpftop: not written"
 
 
 def test_a_failed_write_to_the_terminal_reports_the_loss_once_and_drops_the_rest() -> None:
@@ -168,4 +190,5 @@ def test_a_second_request_does_not_stop_again() -> None:
     shutdown.request(signal.SIGTERM)
     shutdown.request(signal.SIGINT)
     assert stops == [1] and shutdown.signum == signal.SIGTERM
-    shutdown.writing("x")  # lifts the deadline: this test process is not cut
+    assert shutdown._timer is not None, "the deadline runs"
+    shutdown._timer.cancel()  # this test process is not to be cut

@@ -37,8 +37,8 @@ def run_record(args: argparse.Namespace) -> int:
         return 0
     keep_stderr()
     done = threading.Event()
-    shutdown = Shutdown(done.set)
-    shutdown.cut_message = f"bpftop: stopping took too long: {args.output} was not written"
+    shutdown = Shutdown(done.set, keep_first=True)  # the first signal: stop, write the file
+    shutdown.cut_message = f"bpftop: stopped again before {args.output} was written: not written"
     shutdown.install()  # before a command is started held: it is never left stopped
     collector = make_collector(args, sampler, interval_s=1.0)
     shutdown.launched = getattr(args, "launched", None)

@@ -11,10 +11,11 @@ which closes every perf event, BPF program and uprobe it holds (the kernel
 frees them with their descriptors). A terminal that went away is first
 swapped for /dev/null, so nothing bpftop still says can fail on it.
 
-``record`` writes what it was asked to after the first signal: sampling
-stops under the deadline, the deadline is then lifted (:meth:`writing`) and
-a signal arriving while the file is written gives the write ``GRACE_S`` to
-finish.
+``record`` (``keep_first``) writes what it was asked to after the first
+signal, however long the last tick and the write take (at 999 Hz on the
+scale workload stopping alone took over 1.5 s): that signal arms no
+deadline. A second one does, and so does a signal that arrives while the
+file is written (:meth:`writing`): the write gets ``GRACE_S`` to finish.
 """
 
 from __future__ import annotations
@@ -90,10 +91,18 @@ class Shutdown:
     """How this run ends when told to: ``stop`` first, the cut ``GRACE_S`` later."""
 
     def __init__(
-        self, stop: Callable[[], object], *, cut_code: int | None = None, grace_s: float = GRACE_S
+        self,
+        stop: Callable[[], object],
+        *,
+        cut_code: int | None = None,
+        keep_first: bool = False,
+        grace_s: float = GRACE_S,
     ) -> None:
-        """``cut_code``: the exit code of a cut (None: 128 + the signal's number)."""
+        """``cut_code``: the exit code of a cut (None: 128 + the signal's number);
+        ``keep_first``: the first signal before :meth:`writing` arms no deadline."""
         self._stop = stop
+        self.keep_first = keep_first
+        self._writing = False
         self.cut_code = cut_code
         self.grace_s = grace_s
         self.launched: subprocess.Popen[bytes] | None = None
@@ -128,18 +137,16 @@ class Shutdown:
         with self._lock:
             first = self.signum is None
             self.signum = self.signum or signum
-            self._arm()
+            if not (first and self.keep_first and not self._writing):
+                self._arm()
         if first:
             self._stop()
 
     def writing(self, what: str) -> None:
-        """``record`` stopped sampling in time and writes ``what`` now: the
-        deadline is lifted; a signal from now on gives the write ``GRACE_S``."""
+        """``record`` writes ``what`` now: a signal from now on gives the write ``GRACE_S``."""
         with self._lock:
+            self._writing = True
             self.cut_message = f"bpftop: stopped while writing {what}: not written"
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
 
     def _arm(self) -> None:
         if self._timer is None:
