@@ -24,6 +24,7 @@ from bpftop.tui.collect.snapshot_source import ControlledSource, NativeFrames, S
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
 from bpftop.tui.model.viewstate import ViewState
+from bpftop.tui.widgets.monochrome import safe_filters
 from bpftop.tui.widgets.visible import VisibleControls
 
 
@@ -75,8 +76,9 @@ class SourceApp(App[None]):
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then one that spells out control characters in every
-        line of every widget (names come from programs we do not trust)."""
-        return [*super().get_line_filters(), self._visible_controls]
+        line of every widget (names come from programs we do not trust); NO_COLOR's
+        grey by a filter that survives unstyled segments (widgets/monochrome)."""
+        return [*safe_filters(super().get_line_filters()), self._visible_controls]
 
     def request_exit(self) -> None:
         """Quit, from any thread or a signal handler, also before the app runs:

@@ -25,7 +25,7 @@ from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.tty import require_terminal
+from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import (
@@ -239,7 +239,7 @@ def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
         app.driver_class = driver
         shutdown.before_cut = getattr(driver, "restore", lambda: None)
         app.run()
-    return 0
+    return screen_exit_code(app.crash, app.return_code)
 
 
 def run_file_command(name: str, argv: Sequence[str]) -> int:

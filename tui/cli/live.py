@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
-from bpftop.bpf.errors import InternalError
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
 from bpftop.tui.cli.shutdown import Shutdown, leave
-from bpftop.tui.cli.tty import require_terminal
-
-if TYPE_CHECKING:
-    from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -63,18 +58,8 @@ def run_live(args: argparse.Namespace) -> int:
         if app.error is not None:
             print(f"bpftop: {app.error}", file=sys.stderr)
             leave(app.error.exit_code)
-        leave(_crash_code(app))
+        leave(screen_exit_code(app.crash, app.return_code))
     collector.stop()  # joins the compile's thread (it may have ended just now)
     if app.error is not None:
         raise app.error
-    return _crash_code(app)
-
-
-def _crash_code(app: BpftopApp) -> int:
-    """0, or 70 when the app crashed (said on stderr here)."""
-    if app.crash is not None or app.return_code:
-        print(
-            f"bpftop: {app.crash or 'internal error: the app ended with an error'}", file=sys.stderr
-        )
-        return InternalError.exit_code
-    return 0
+    return screen_exit_code(app.crash, app.return_code)
