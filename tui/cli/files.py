@@ -5,7 +5,8 @@
 /tmp and the error names both the failure and the rescue file.
 ``view FILE`` opens the live TUI on a saved profile; ``diff BASE NEW`` opens
 it on NEW with BASE as the baseline, or with ``--folded`` prints the
-two-count folded lines of flamegraph.pl's difference graphs; when the two
+two-count folded lines of flamegraph.pl's difference graphs (a reader that
+closes the pipe early, ``| head``, ends it quietly); when the two
 measured different things (samples vs nanoseconds, another probe) it warns
 on stderr and in the header. Neither needs root: nothing here touches the
 kernel.
@@ -59,6 +60,10 @@ def build_ids(modules: Iterable[str]) -> dict[str, str]:
             found[module] = build_id
     return found
 
+
+CLOSED_PIPE = 128 + 13
+"""``diff --folded``'s exit code when its reader closed the pipe: a SIGPIPE's, as
+git's and grep's (they die of it, silently)."""
 
 RESCUE_DIR = Path("/tmp")
 """Where a recording goes when it cannot be written where asked."""
@@ -196,7 +201,15 @@ def diff(args: argparse.Namespace) -> int:
     _warn_mismatch(base.meta, new.meta, args.base, args.new)
     assert isinstance(base, SavedProfile) and isinstance(new, SavedProfile)
     lines = diff_lines(base, new)
-    write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
+    try:
+        write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
+    except OutputError as err:
+        if not isinstance(err.__cause__, BrokenPipeError):
+            raise
+        from bpftop.tui.cli.shutdown import mute
+
+        mute((1,))  # nothing left to flush can fail on it either
+        return CLOSED_PIPE  # the reader has what it wanted (| head): quietly, as git and grep
     return 0
 
 

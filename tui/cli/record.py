@@ -1,7 +1,8 @@
 """``bpftop record``: sample without a screen, then write the profile to a file.
 
 Owns :func:`run_record`. ``-d`` counts from the first sample, not from
-launch; the output path is checked before sampling starts, and the writers
+launch; ``record -- COMMAND`` exits with the command's status (after writing);
+the output path is checked before sampling starts, and the writers
 (:mod:`bpftop.tui.cli.files`) load only once there is something to write.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -48,6 +50,7 @@ def run_record(args: argparse.Namespace) -> int:
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
     since = getattr(args, "early_since", None)  # perf_event sampling since launch
     started_ns = _sample(collector, args.duration, done, errors, exited_at, since)
+    code = command_code(getattr(args, "launched", None))  # before bpftop ends it
     collector.stop(wait=False)  # the file first; a compile still running: see leave
     end_launched(args)
     shutdown.writing(str(args.output))
@@ -57,9 +60,19 @@ def run_record(args: argparse.Namespace) -> int:
         collector.stop()  # waits for a compile still running (BCC's exit hooks, below)
         raise
     if collector.compiling:  # (a 1 s record of the early sampler's samples exited at
-        leave(0)  # 3.2 s, after the compile, when it waited for it: bench.startup)
+        leave(code)  # 3.2 s, after the compile, when it waited for it: bench.startup)
     collector.stop()  # joins the compile's thread (it may have ended just now)
-    return 0
+    return code
+
+
+def command_code(launched: subprocess.Popen[bytes] | None) -> int:
+    """``record -- COMMAND``'s exit code, as perf's: the command's own status when
+    it ended by itself (128 + N when a signal N ended it); 0 when it still runs
+    (bpftop stopped first: -d, a signal) or there is no command."""
+    status = launched.poll() if launched is not None else None
+    if status is None:
+        return 0
+    return status if status >= 0 else 128 - status
 
 
 def _write(
