@@ -49,6 +49,8 @@ def run_record(args: argparse.Namespace) -> int:
     errors: list[BpftopError] = []
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
     since = getattr(args, "early_since", None)  # perf_event sampling since launch
+    if since is not None and args.duration is not None:  # -d may end before the first tick
+        collector.until_ns = int((since[0] + args.duration) * 1e9)
     started_ns = _sample(collector, args.duration, done, errors, exited_at, since)
     code = command_code(getattr(args, "launched", None))  # before bpftop ends it
     collector.stop(wait=False)  # the file first; a compile still running: see leave

@@ -106,6 +106,7 @@ class Collector:
         self._wake = threading.Event()  # a request arrived, or stop
         self.source_lines = False  # asked for by the app (the L key), read between ticks
         self.headless = False  # record: reads the last snapshot's tree and table; no hints (dpkg)
+        self.until_ns = 0  # record's -d ends then (CLOCK_MONOTONIC): no early sample after it
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -344,7 +345,10 @@ class Collector:
                 self._process = ProcessWatch(tgid)
 
     def _absorb_early(self, feed: EarlyFeed) -> None:
-        self._absorb(*feed.tick(self._stop_ns))
+        """The early sampler's samples, none after stop() nor ``until_ns`` (a -d
+        of 0.2 s can end before the collector's first tick)."""
+        ends = [ns for ns in (self._stop_ns, self.until_ns) if ns]
+        self._absorb(*feed.tick(min(ends, default=0)))
 
     def _absorb(self, tick: RawTick, qualities: Qualities | None = None) -> None:
         for tgid in tick.execs:
