@@ -9,21 +9,19 @@ the output path is checked before sampling starts, and the writers
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.bpf.errors import BpftopError
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
+from bpftop.tui.cli.output_path import check_writable
 from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
 from bpftop.tui.cli.shutdown import Shutdown, leave
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.idle import snapshot_without_idle
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -33,7 +31,7 @@ IDLE_WAIT_S = 1.0  # record's main thread: the longest sleep once sampling runs
 
 def run_record(args: argparse.Namespace) -> int:
     """Record on the parsed arguments, then write the file; the exit code."""
-    _check_writable(args.output)
+    check_writable(args.output)  # (main checked it before sampling; a -- COMMAND's run)
     sampler = check(args)
     if sampler is None:
         return 0
@@ -193,26 +191,3 @@ def _wait_s(duration_s: float | None, recorded_s: float, sampling: bool) -> floa
         return 0.05
     left = IDLE_WAIT_S if duration_s is None else duration_s - recorded_s
     return max(0.0, min(left, IDLE_WAIT_S))
-
-
-def _check_writable(path: Path) -> None:
-    """Fail before sampling, not after, when the output cannot be written."""
-    if str(path) == STDOUT:
-        return
-    try:
-        _check_path(path)
-    except OSError as err:  # a name too long, a loop of links, ...
-        reason = err.strerror or repr(err)
-        raise OutputError(f"cannot write {path}: {reason}", "choose another path") from None
-
-
-def _check_path(path: Path) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")
-    if not parent.is_dir():
-        raise OutputError(
-            f"cannot write {path}: no directory {parent}", "create it or choose another path"
-        )
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise OutputError(f"cannot write {path}: permission denied", "choose a writable path")
