@@ -8,7 +8,9 @@
   (as ``open()`` would); an existing one keeps its owner, group and mode.
   A failed write leaves the old file as it was and no temp file behind.
   (When the owner cannot be kept, i.e. not root and the file is someone
-  else's, the file is rewritten in place instead, as a shell redirection would.)
+  else's, or the file has other hard links, which a rename would leave
+  holding the old profile, the file is rewritten in place instead, as a
+  shell redirection would.)
 - A symbolic link: followed, as the kernel follows it (so fs.protected_symlinks
   applies); the file it names is written as above and the link stays.
 - A character or block device or a FIFO: written in place, never replaced.
@@ -174,6 +176,9 @@ def _write_file(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
         return
     if not os.access(path, os.W_OK):  # a directory we may write must not overrule the file
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    if old.st_nlink > 1:  # a rename would split the file from its other names
+        _write_in_place(path, fill, truncate=True)
+        return
     _replace(path, fill, old)
 
 
