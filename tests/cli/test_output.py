@@ -119,3 +119,33 @@ def test_an_output_the_file_system_refuses_is_refused_before_sampling(
 def test_the_writability_check_leaves_nothing_behind(tmp_path: Path) -> None:
     check_writable(tmp_path / "new.folded")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", ["pprof", "speedscope"])
+def test_a_saved_time_profile_shows_its_events_in_view(tmp_path: Path, fmt: str) -> None:
+    """An off-CPU pprof opened in view said "3.010 s of time in 0 events"."""
+    from dataclasses import replace
+
+    from bpftop.symbols.frame import Frame
+    from bpftop.tui.formats.profile_io import load_tree, write_saved
+    from bpftop.tui.formats.saved import NANOSECONDS, ProfileMeta, from_tree
+    from bpftop.tui.model.profile import Profile
+
+    profile, events = Profile(), Profile()
+    for name, ns, blocks in (("sleep_long", 2_000_000_000, 2), ("sleep_short", 1_010_000_000, 3)):
+        frames = [Frame("main", "/bin/app", 0), Frame(name, "/bin/app", 0)]
+        profile.add("app", frames, ns)
+        events.add("app", frames, blocks)
+    meta = ProfileMeta(
+        probe="offcpu", start_ns=1, end_ns=3_010_000_001, samples=5, unit=NANOSECONDS,
+        version="0.1.0",
+    )  # fmt: skip
+    saved = from_tree(profile.tree(), meta, events.tree())
+    assert sorted(s.events for s in saved.stacks) == [2, 3]
+    path = tmp_path / f"p.{fmt}"
+    write_saved(saved, path, fmt)
+    snap = files.saved_snapshot(load_tree(path), path)
+    assert snap.probe_events == 5 and snap.tree.total_count == 3_010_000_000
+    if fmt == "pprof":  # the events per stack count, not the metadata's total
+        write_saved(replace(saved, meta=replace(meta, samples=0)), path, fmt)
+        assert files.saved_snapshot(load_tree(path), path).probe_events == 5

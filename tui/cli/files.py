@@ -133,6 +133,7 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
         seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
         hot=hot_from_tree(tree, limit=500), message=_note(loaded, path),
         weight_unit="ns" if meta.timed else "",
+        probe_events=(loaded.events or meta.samples) if meta.timed else 0,
     )  # fmt: skip
 
 

@@ -116,6 +116,8 @@ class LoadedTree:
     tree: CallNode
     skipped: int
     truncated: int = 0
+    events: int = 0
+    """A time probe's events (calls, blocks) per stack, summed (0: none in the file)."""
 
 
 def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
@@ -152,7 +154,8 @@ def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
             raise _overflow(source, text, err) from None
     else:
         saved, bad = cap_depth(_parse(kind, payload, source)), 0
-        loaded = LoadedTree(saved.meta, build_tree(saved), saved.skipped, saved.truncated)
+        events = sum(stack.events for stack in saved.stacks)
+        loaded = LoadedTree(saved.meta, build_tree(saved), saved.skipped, saved.truncated, events)
     if loaded.tree.total_count <= 0:
         raise _no_samples(source, loaded.skipped, bad)
     return loaded
