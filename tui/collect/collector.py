@@ -234,6 +234,7 @@ class Collector:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
             self._on_exec(self.pid)
+            self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
             resume(self._launched)
         self._note = self._sampler.header_note
         self._post(Phase.SAMPLING, self._note)
