@@ -26,6 +26,7 @@ import functools
 import threading
 from typing import Any
 
+from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.environment import import_bcc
 
 LIBBCC_LOCK = threading.RLock()
@@ -71,7 +72,10 @@ def attach_uprobe(
         binary, offset = bpf._check_path_symbol(path, b"", address, pid)
         event = bpf._get_uprobe_evname(b"r" if retprobe else b"p", binary, offset, pid)
         bpf._check_probe_quota(1)
-        fd = _attach_function()(fn.fd, int(retprobe), event, binary, offset, pid, ref_ctr_offset)
+        with capture_stderr():  # libbcc's own "cannot attach uprobe, ..." line: the error says it
+            fd = _attach_function()(
+                fn.fd, int(retprobe), event, binary, offset, pid, ref_ctr_offset
+            )
         if fd < 0:
             err = ct.get_errno()
             raise OSError(err, f"the kernel refused a uprobe on {path.decode()} at 0x{address:x}")

@@ -254,6 +254,12 @@ class CpuSampler:
         """Make target ``pid`` stop (SIGSTOP) right after its next exec."""
         self._bpf[b"control"][ct.c_int(CONTROL_HOLD_AT_EXEC)] = ct.c_uint32(pid)
 
+    def forget_blocked(self, tid: int) -> None:
+        """Thread ``tid``'s block in progress is not counted (offcpu): a command
+        bpftop holds at its exec is stopped by bpftop, not waiting on its own."""
+        with contextlib.suppress(KeyError):
+            del self._bpf[b"blocked"][ct.c_uint32(tid)]
+
     def remove_target(self, pid: int) -> None:
         """Stop counting ``pid`` (a thread that --children added as a process)."""
         self._pids = tuple(p for p in self._pids if p != pid)

@@ -3,7 +3,8 @@
 Resolution happens before anything is detached, so a spec that cannot be used
 leaves the running probe alone. A uprobe TARGET that is not a path is looked
 up in the target processes' own /proc/PID/maps (``c`` -> the libc.so.6 the
-process really maps), then through ldconfig and PATH. SYMBOL globs are
+process really maps), then through ldconfig and PATH; a target process's
+files are read as it sees them (:func:`seen_by`: /proc/PID/root). SYMBOL globs are
 matched against the binary's function symbols (BCC enumerates them), capped
 at :data:`MAX_SITES`; a symbol that matches nothing gets near matches in the
 error. A USDT probe is found in the file's SDT notes (:mod:`bpftop.bpf.usdt`),
@@ -191,10 +192,19 @@ def _matches_name(path: str, name: str) -> bool:
     )
 
 
+def seen_by(path: str, pid: int) -> str:
+    """``path`` as process ``pid`` sees it (its root and mounts: another container's
+    file, or a library bind-mounted over the path), through /proc/PID/root. Symbols
+    and USDT notes are read from there: BCC attaches a pid's uprobe to that file too."""
+    if pid > 0 and path.startswith("/") and not path.startswith("/proc/"):
+        return f"/proc/{pid}/root{path}"
+    return path
+
+
 def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[str, int], ...]:
     """(path, pid) pairs for a TARGET; pid -1 means every process (with -a)."""
     if "/" in target:
-        if not os.path.exists(target):
+        if not any(os.path.exists(seen_by(target, pid)) for pid in pids or [-1]):
             raise ProbeSpecError(f"no file {target}", "give an existing path or a library name")
         return tuple((target, -1 if system_wide else pid) for pid in pids or [-1])
     found = [(p, pid) for pid in pids for p in mapped_files(pid) if _matches_name(p, target)]
@@ -265,7 +275,7 @@ def _unreadable(path: str) -> str:
 def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[UserSite, ...]:
     sites: dict[tuple[str, int, int], UserSite] = {}
     for path, pid in targets:
-        symbols = function_symbols(path)
+        symbols = function_symbols(seen_by(path, pid))
         for name, address in symbols:
             if fnmatch.fnmatchcase(name, spec.name) if spec.is_glob else name == spec.name:
                 sites.setdefault((path, address, pid), UserSite(path, address, name, pid))
@@ -303,7 +313,7 @@ def _usdt_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[Us
     found: list[str] = []
     for path, pid in targets:
         try:
-            notes = usdt_notes(path)
+            notes = usdt_notes(seen_by(path, pid))
         except UsdtReadError as err:
             unreadable.append(f"{path}: {err}")
             continue

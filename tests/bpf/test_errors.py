@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_errors import assert_one_line_error, run_bpftop
 from tests.conftest import BPFTOP, collecting
 
@@ -94,3 +96,33 @@ def test_output_vanishes_during_recording_rescues_data(workloads: Path, tmp_path
         assert "hot_a" in rescue.read_text()
     finally:
         rescue.unlink()
+
+
+def test_a_refused_uprobe_says_nothing_of_its_own_on_stderr(
+    workloads: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """libbcc prints "cannot attach uprobe, probe entry may not exist" on fd 2
+    when the kernel refuses; bpftop's one line says it, libbcc's never shows."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    from bpftop.bpf.environment import choose_headers, import_bcc, kernel_source
+    from bpftop.bpf.libbcc import attach_uprobe
+
+    probed = workloads / "probed"
+    with probed.open("rb") as stream:
+        symtab = ELFFile(stream).get_section_by_name(".symtab")
+        assert isinstance(symtab, SymbolTableSection)
+        address = (symtab.get_symbol_by_name("slow_path") or [])[0]["st_value"]
+    bcc = import_bcc()
+    with kernel_source(choose_headers()):
+        bpf = bcc.BPF(text=b"int on_hit(void *ctx) { return 0; }")  # type: ignore[attr-defined]
+    try:
+        capfd.readouterr()
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        with pytest.raises(OSError, match="the kernel refused a uprobe"):
+            attach_uprobe(bpf, str(probed).encode(), address, b"on_hit", gone.pid)
+        assert capfd.readouterr().err == ""
+    finally:
+        bpf.cleanup()

@@ -145,3 +145,20 @@ def test_duration_counts_from_the_first_sample(workloads: Path, tmp_path: Path) 
     total = sum(parse_folded(out).values())
     assert total <= 1.3 * 199, f"{total} samples in a 1 s record at 199 Hz"
     assert total >= 0.3 * 199, "the target had the CPU for some of that second"
+
+
+def test_a_short_duration_is_honoured(workloads: Path, tmp_path: Path) -> None:
+    """``-d 0.1`` at 999 Hz on a one-thread spinner: at most 0.1 s of samples
+    (~100), though setting up takes longer than that and the collector's
+    first tick comes later still (before, every sample up to the stop was
+    kept: ``-d 0.2`` at 99 Hz gave 32-97 where at most 20 fit)."""
+    target = subprocess.Popen([str(workloads / "split"), "30"])
+    try:
+        out = tmp_path / "short.folded"
+        result = record(target.pid, out, "-F", "999", "-d", "0.1")
+        assert result.returncode == 0, result.stderr
+    finally:
+        target.kill()
+        target.wait()
+    total = sum(parse_folded(out).values()) if out.stat().st_size else 0
+    assert total <= 1.1 * 0.1 * 999, f"{total} samples in a 0.1 s record at 999 Hz"

@@ -140,3 +140,11 @@ def test_gil_implies_no_early_samples() -> None:
     for parser, more in ((live, []), (recorder, ["-o", "out.folded"])):
         assert cli_args.settle(parser.parse_args(["-p", "1", "--gil", *more])).no_early
         assert not cli_args.settle(parser.parse_args(["-p", "1", *more])).no_early
+
+
+def test_a_repeated_probe_is_an_error(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:
+    """Before, the second --probe silently replaced the first."""
+    two = ["--probe", "offcpu", "--probe", "uprobe:c:malloc"]
+    one_line(capsys, 2, ["-p", str(gone_pid), *two], "--probe", "given twice", "offcpu")
+    line = one_line(capsys, 2, ["record", "-p", str(gone_pid), "-o", "x.folded", *two], "twice")
+    assert "uprobe:c:malloc" in line

@@ -12,7 +12,7 @@ import pytest
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.cli import files
 from bpftop.tui.cli.files import save_recording
-from bpftop.tui.cli.record import _check_writable
+from bpftop.tui.cli.output_path import check_writable
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.snapshot import Snapshot
 from tests.conftest import BPFTOP
@@ -32,7 +32,7 @@ def folded_text(snap: Snapshot) -> list[str]:
 def test_record_to_dash_writes_stdout_and_reports_on_stderr(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    _check_writable(Path("-"))  # no "no directory" or "permission denied" up front
+    check_writable(Path("-"))  # no "no directory" or "permission denied" up front
     save_recording(SNAP, META, Path("-"), None)
     out, err = capfd.readouterr()
     assert sorted(out.splitlines()) == folded_text(SNAP) and out.endswith("\n")
@@ -96,3 +96,56 @@ def test_diff_folded_to_a_full_stdout_is_a_one_line_error(tmp_path: Path) -> Non
         "bpftop: cannot write to standard output: No space left on device "
         "(the disk or device is full; free some space or choose another place)"
     ]
+
+
+@pytest.mark.parametrize("where", ["/proc/x.folded", "/proc/self/x.folded"])
+def test_an_output_the_file_system_refuses_is_refused_before_sampling(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/proc passes the permission checks (as root, all pass) but makes no file:
+    before, record sampled the whole -d and then said so."""
+    from bpftop.tui.cli import main as cli_main
+
+    def no_sampling(args: object) -> None:
+        raise AssertionError("sampling started")
+
+    monkeypatch.setattr(cli_main, "open_early", no_sampling)
+    assert cli_main.main(["record", "-p", "1", "-d", "5", "-o", where]) == 6
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"bpftop: cannot write {where}: "), err
+    assert not list(Path(where).parent.glob(".bpftop-probe-*"))
+
+
+def test_the_writability_check_leaves_nothing_behind(tmp_path: Path) -> None:
+    check_writable(tmp_path / "new.folded")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", ["pprof", "speedscope"])
+def test_a_saved_time_profile_shows_its_events_in_view(tmp_path: Path, fmt: str) -> None:
+    """An off-CPU pprof opened in view said "3.010 s of time in 0 events"."""
+    from dataclasses import replace
+
+    from bpftop.symbols.frame import Frame
+    from bpftop.tui.formats.profile_io import load_tree, write_saved
+    from bpftop.tui.formats.saved import NANOSECONDS, ProfileMeta, from_tree
+    from bpftop.tui.model.profile import Profile
+
+    profile, events = Profile(), Profile()
+    for name, ns, blocks in (("sleep_long", 2_000_000_000, 2), ("sleep_short", 1_010_000_000, 3)):
+        frames = [Frame("main", "/bin/app", 0), Frame(name, "/bin/app", 0)]
+        profile.add("app", frames, ns)
+        events.add("app", frames, blocks)
+    meta = ProfileMeta(
+        probe="offcpu", start_ns=1, end_ns=3_010_000_001, samples=5, unit=NANOSECONDS,
+        version="0.1.0",
+    )  # fmt: skip
+    saved = from_tree(profile.tree(), meta, events.tree())
+    assert sorted(s.events for s in saved.stacks) == [2, 3]
+    path = tmp_path / f"p.{fmt}"
+    write_saved(saved, path, fmt)
+    snap = files.saved_snapshot(load_tree(path), path)
+    assert snap.probe_events == 5 and snap.tree.total_count == 3_010_000_000
+    if fmt == "pprof":  # the events per stack count, not the metadata's total
+        write_saved(replace(saved, meta=replace(meta, samples=0)), path, fmt)
+        assert files.saved_snapshot(load_tree(path), path).probe_events == 5

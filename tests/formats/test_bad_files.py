@@ -5,7 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -135,3 +137,85 @@ def test_folded_count_beyond_64_bits_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text("app;main 3\napp;main;run 99999999999999999999999\n")
     with pytest.raises(ProfileFileError, match="does not fit in 64 bits"):
         profile_io.load_tree(path)
+
+
+def _read_all_ways(path: Path) -> list[str]:
+    """What ``read_saved`` (diff --folded) and ``load_tree`` (view, diff) say of
+    ``path``: each the one-line refusal."""
+    said = []
+    for read in (read_saved, profile_io.load_tree):
+        with pytest.raises(ProfileFileError) as err:
+            read(path)
+        said.append(str(err.value))
+    return said
+
+
+def test_speedscope_weights_out_of_range_are_refused_naming_the_file(tmp_path: Path) -> None:
+    """1e308 was an internal OverflowError in view and a 309-digit count in diff --folded."""
+    path = tmp_path / "big.speedscope.json"
+    doc: dict[str, Any] = {
+        "shared": {"frames": [{"name": "a"}, {"name": "b"}]},
+        "profiles": [{
+            "type": "sampled", "name": "p", "unit": "none", "startValue": 0, "endValue": 1,
+            "samples": [[0], [0, 1]], "weights": [1e308, 1e308],
+        }],
+    }  # fmt: skip
+    path.write_text(json.dumps(doc))
+    for said in _read_all_ways(path):
+        assert said.startswith(f"{path}: a count of 1e+308 is out of range") and "\n" not in said
+    doc["profiles"][0]["samples"] = [[0], [0]]  # one stack: the sum is inf
+    path.write_text(json.dumps(doc))
+    for said in _read_all_ways(path):
+        assert said.startswith(f"{path}: profile 'p': weights sum past the largest number")
+
+
+def test_pprof_values_past_64_bits_in_all_are_refused_the_same_way(tmp_path: Path) -> None:
+    """Two values of 2**63-1: "no samples" in view, 18446744073709551614 in diff --folded."""
+    path = written(tmp_path, "p.pb.gz", "pprof")
+    raw = parse_pprof(gzip.decompress(path.read_bytes()))
+    for sample in raw.sample:
+        sample.value[:] = [2**63 - 1] * len(sample.value)
+    path.write_bytes(gzip.compress(raw.SerializeToString()))
+    for said in _read_all_ways(path):
+        assert said.startswith(f"{path}: a count of 4.61e+19 in all is out of range"), said
+
+
+@pytest.mark.parametrize("fmt", ["folded", "speedscope"])
+def test_gzipped_text_profiles_read_as_the_text_would(tmp_path: Path, fmt: str) -> None:
+    """A gzipped folded file was refused as "not a pprof profile"."""
+    plain = written(tmp_path, f"p.{fmt}", fmt)
+    packed = tmp_path / f"p.{fmt}.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert read_saved(packed).stacks == read_saved(plain).stacks
+    assert profile_io.load_tree(packed).tree == profile_io.load_tree(plain).tree
+
+
+def test_a_gzip_bomb_is_refused_at_the_limit_holding_no_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is MAX_READ_BYTES of inflated data (lowered here); inflating
+    stops once it is passed (measured: a 600 MB bomb peaked at 617 MB of RSS
+    with the 512 MiB limit, 1.09 GB before)."""
+    monkeypatch.setattr(profile_io, "MAX_READ_BYTES", 4 * 2**20)
+    monkeypatch.setattr(profile_io, "GUNZIP_STEP", 2**20)
+    steps: list[int] = []
+    real = zlib.decompressobj
+
+    class Counting:
+        def __init__(self, wbits: int) -> None:
+            self._inflater = real(wbits=wbits)
+
+        def decompress(self, data: bytes, most: int) -> bytes:
+            out: bytes = self._inflater.decompress(data, most)
+            steps.append(len(out))
+            return out
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._inflater, name)
+
+    monkeypatch.setattr(zlib, "decompressobj", Counting)
+    bomb = tmp_path / "bomb.pb.gz"
+    bomb.write_bytes(gzip.compress(b"\0" * (64 * 2**20), compresslevel=1))
+    with pytest.raises(ProfileFileError, match=r"inflates to more than 4 MiB"):
+        read_saved(bomb)
+    assert sum(steps) <= 5 * 2**20, "inflating went on past the limit"

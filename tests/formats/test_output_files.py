@@ -138,6 +138,34 @@ def test_a_symlink_stays_and_its_target_gets_the_profile(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.folded", "runs"]
 
 
+def test_a_hard_linked_file_is_written_in_place_and_keeps_its_links(
+    saved: SavedProfile, tmp_path: Path
+) -> None:
+    """A rename would leave the other name holding the old profile."""
+    (tmp_path / "runs").mkdir()
+    first = tmp_path / "runs" / "today.folded"
+    first.write_text("old 1\n" * 1000)
+    other = tmp_path / "latest.folded"
+    os.link(first, other)
+    inode = first.stat().st_ino
+    write_saved(saved, first, "folded")
+    assert first.stat().st_ino == inode and first.stat().st_nlink == 2
+    assert other.read_bytes() == first.read_bytes() == encoded(saved, "folded")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["today.folded"]
+
+
+def test_a_file_of_one_link_is_still_replaced_atomically(
+    saved: SavedProfile, tmp_path: Path
+) -> None:
+    """(The other half of the rule: a new inode, the old one left whole.)"""
+    path = tmp_path / "one.folded"
+    path.write_text("old 1\n")
+    with path.open() as before:  # a reader of the old file keeps reading the old file
+        write_saved(saved, path, "folded")
+        assert before.read() == "old 1\n"
+    assert path.read_bytes() == encoded(saved, "folded")
+
+
 def test_a_dangling_symlink_gets_its_target_created(saved: SavedProfile, tmp_path: Path) -> None:
     link = tmp_path / "latest.svg"
     link.symlink_to("real.svg")

@@ -16,7 +16,7 @@ from bpftop.bpf.errors import UsageError
 from bpftop.tui.app import app as app_module
 from bpftop.tui.app import terminal
 from bpftop.tui.app.app import BpftopApp
-from bpftop.tui.cli import live, tty
+from bpftop.tui.cli import files, live, shutdown, tty
 
 from .helpers import SIZE, demo_app, notifications
 
@@ -88,16 +88,20 @@ class CrashedApp:
     def call_later(self, *args: object) -> None:
         pass
 
+    def request_exit(self) -> None:
+        pass
+
 
 class Stopped:
     pid = 1
+    compiling = False
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
         pass
 
 
 @contextlib.contextmanager
-def no_terminal() -> Iterator[type]:
+def no_terminal(on_lost: object = None) -> Iterator[type]:
     yield object
 
 
@@ -106,7 +110,7 @@ def test_the_live_view_exits_non_zero_after_a_crash(
 ) -> None:
     monkeypatch.setattr(live, "check", lambda args: object())
     monkeypatch.setattr(live, "make_collector", lambda *args: Stopped())
-    monkeypatch.setattr(live, "on_signals", lambda handler: None)
+    monkeypatch.setattr(shutdown.Shutdown, "install", lambda self: None)
     monkeypatch.setattr(live, "tune_gc", lambda: None)
     monkeypatch.setattr(live, "keep_stderr", lambda: None)  # would bypass capsys
     monkeypatch.setattr(app_module, "BpftopApp", CrashedApp)
@@ -114,6 +118,20 @@ def test_the_live_view_exits_non_zero_after_a_crash(
     monkeypatch.setattr(tty, "has_terminal", lambda: True)
     args = argparse.Namespace(pids=[1], interval=1.0, launched=None)
     assert live.run_live(args) == 70
+    assert capsys.readouterr().err.strip() == f"bpftop: {CrashedApp.crash}"
+
+
+def test_view_exits_70_after_a_crash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Not 0: an internal error is always 70 (view said 0 after NO_COLOR's crash)."""
+    saved = tmp_path / "p.folded"
+    saved.write_text("main;work 3\n")
+    monkeypatch.setattr(files, "view_app", lambda snap, base: CrashedApp())
+    monkeypatch.setattr(terminal, "terminal_driver", no_terminal)
+    monkeypatch.setattr(tty, "has_terminal", lambda: True)
+    monkeypatch.delenv("TERM", raising=False)
+    assert files.run_file_command("view", [str(saved)]) == 70
     assert capsys.readouterr().err.strip() == f"bpftop: {CrashedApp.crash}"
 
 

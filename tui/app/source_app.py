@@ -24,6 +24,7 @@ from bpftop.tui.collect.snapshot_source import ControlledSource, NativeFrames, S
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label
 from bpftop.tui.model.viewstate import ViewState
+from bpftop.tui.widgets.monochrome import safe_filters
 from bpftop.tui.widgets.visible import VisibleControls
 
 
@@ -58,6 +59,7 @@ class SourceApp(App[None]):
         self._visible_controls = VisibleControls()
         self.crash: str | None = None
         """Set when the app crashed (Textual ends it): the one line to print."""
+        self._exit_requested = False
 
     def notify(
         self,
@@ -74,10 +76,23 @@ class SourceApp(App[None]):
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then one that spells out control characters in every
-        line of every widget (names come from programs we do not trust)."""
-        return [*super().get_line_filters(), self._visible_controls]
+        line of every widget (names come from programs we do not trust); NO_COLOR's
+        grey by a filter that survives unstyled segments (widgets/monochrome)."""
+        return [*safe_filters(super().get_line_filters()), self._visible_controls]
+
+    def request_exit(self) -> None:
+        """Quit, from any thread or a signal handler, also before the app runs:
+        the loop is woken (a plain ``exit`` from a signal handler waits for
+        the loop's next event), and an app not running yet quits when it starts."""
+        self._exit_requested = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.exit)
 
     def start_source(self) -> None:
+        if self._exit_requested:  # asked to quit before it ran
+            self.exit()
+            return
         try:
             self.source.start(self._snapshot_from_source, self._error_from_source)
             self._source_started = True

@@ -82,6 +82,24 @@ def probe_arg(text: str) -> str:
     return text
 
 
+class Once(argparse.Action):
+    """An option given at most once: a second one is an error, never a silent
+    replacement (two ``--probe`` would count one probe and drop the other)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(
+                self, f"given twice ({getattr(namespace, self.dest)} and {values}): give one"
+            )
+        setattr(namespace, self.dest, values)
+
+
 def settle(args: argparse.Namespace) -> argparse.Namespace:
     """Options that depend on each other: ``-F`` (None when not given) against
     ``--probe profile:hz:N``. A profile probe's rate becomes the frequency."""
@@ -121,6 +139,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--probe",
         type=probe_arg,
+        action=Once,
         metavar="SPEC",
         help="what to count (default profile:hz:HZ): software:page-faults, uprobe:c:malloc, "
         "uretprobe:BIN:FUNC (latency), tracepoint:CAT:NAME, offcpu[:MIN_US], kprobe:FUNC, "

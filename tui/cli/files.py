@@ -5,7 +5,8 @@
 /tmp and the error names both the failure and the rescue file.
 ``view FILE`` opens the live TUI on a saved profile; ``diff BASE NEW`` opens
 it on NEW with BASE as the baseline, or with ``--folded`` prints the
-two-count folded lines of flamegraph.pl's difference graphs; when the two
+two-count folded lines of flamegraph.pl's difference graphs (a reader that
+closes the pipe early, ``| head``, ends it quietly); when the two
 measured different things (samples vs nanoseconds, another probe) it warns
 on stderr and in the header. Neither needs root: nothing here touches the
 kernel.
@@ -25,7 +26,7 @@ from bpftop.bpf.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.tty import require_terminal
+from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
 from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import (
@@ -59,6 +60,10 @@ def build_ids(modules: Iterable[str]) -> dict[str, str]:
             found[module] = build_id
     return found
 
+
+CLOSED_PIPE = 128 + 13
+"""``diff --folded``'s exit code when its reader closed the pipe: a SIGPIPE's, as
+git's and grep's (they die of it, silently)."""
 
 RESCUE_DIR = Path("/tmp")
 """Where a recording goes when it cannot be written where asked."""
@@ -137,6 +142,7 @@ def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:
         seq=1, phase=Phase.SAVED, stats=stats, process=process, tree=tree,
         hot=hot_from_tree(tree, limit=500), message=_note(loaded, path),
         weight_unit="ns" if meta.timed else "",
+        probe_events=(loaded.events or meta.samples) if meta.timed else 0,
     )  # fmt: skip
 
 
@@ -205,7 +211,15 @@ def diff(args: argparse.Namespace) -> int:
     _warn_mismatch(base.meta, new.meta, args.base, args.new)
     assert isinstance(base, SavedProfile) and isinstance(new, SavedProfile)
     lines = diff_lines(base, new)
-    write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
+    try:
+        write_output(STDOUT, lambda out: out.writelines(f"{line}\n".encode() for line in lines))
+    except OutputError as err:
+        if not isinstance(err.__cause__, BrokenPipeError):
+            raise
+        from bpftop.tui.cli.shutdown import mute
+
+        mute((1,))  # nothing left to flush can fail on it either
+        return CLOSED_PIPE  # the reader has what it wanted (| head): quietly, as git and grep
     return 0
 
 
@@ -240,12 +254,15 @@ def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
         "run it in a terminal" if base is None else "without one: bpftop diff --folded BASE NEW"
     )
     from bpftop.tui.app.terminal import terminal_driver
+    from bpftop.tui.cli.shutdown import Shutdown
 
     app = view_app(snap, base)
-    with terminal_driver() as driver:
+    shutdown = Shutdown(app.request_exit, cut_code=0)  # the terminal went: nothing to keep
+    with terminal_driver(shutdown.terminal_lost) as driver:
         app.driver_class = driver
+        shutdown.before_cut = getattr(driver, "restore", lambda: None)
         app.run()
-    return 0
+    return screen_exit_code(app.crash, app.return_code)
 
 
 def run_file_command(name: str, argv: Sequence[str]) -> int:

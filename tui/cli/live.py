@@ -1,9 +1,10 @@
 """The live view: ``bpftop -p PID`` (or ``-a``, or ``-- COMMAND``) in the terminal.
 
 Owns :func:`run_live`: it checks the arguments, starts the collector and
-runs the Textual app on it until the user quits or a signal arrives, then
-stops the collector and ends a command bpftop started. Textual loads only
-here, once the arguments are known to be good.
+runs the Textual app on it until the user quits, a signal arrives or the
+terminal goes away (:mod:`bpftop.tui.cli.shutdown`: within its deadline),
+then stops the collector and ends a command bpftop started. Textual loads
+only here, once the arguments are known to be good.
 """
 
 from __future__ import annotations
@@ -11,16 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bpftop.bpf.errors import InternalError
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.session import (
-    check,
-    end_launched,
-    keep_stderr,
-    make_collector,
-    on_signals,
-)
-from bpftop.tui.cli.tty import require_terminal
+from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
+from bpftop.tui.cli.shutdown import Shutdown, leave
+from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 
 
 def run_live(args: argparse.Namespace) -> int:
@@ -30,28 +25,41 @@ def run_live(args: argparse.Namespace) -> int:
         return 0
     require_terminal("without one, record: bpftop record -p PID -d SECONDS -o FILE")
     keep_stderr()
-    from bpftop.tui.app.app import BpftopApp  # Textual loads only for the live view
+    from bpftop.tui.app.app import BpftopApp
     from bpftop.tui.app.terminal import terminal_driver
     from bpftop.tui.collect.probe_complete import ProbeCompleter
 
+    apps: list[BpftopApp] = []  # the app, once made: a signal may come before
+
+    def quit_app() -> None:
+        for made in apps:
+            made.request_exit()
+
+    shutdown = Shutdown(quit_app, cut_code=0)
+    shutdown.install()  # before a command is started held: it is never left stopped
     collector = make_collector(args, sampler, args.interval)
+    shutdown.launched = getattr(args, "launched", None)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
     show_idle = getattr(args, "idle", False)
     app = BpftopApp(collector, interval_s=args.interval, completer=completer, show_idle=show_idle)
+    apps.append(app)
+    if shutdown.signum is not None:
+        app.request_exit()
     tune_gc()
-    with terminal_driver() as driver:
+    with terminal_driver(shutdown.terminal_lost) as driver:
         app.driver_class = driver
-        on_signals(lambda: app.call_later(app.exit))
+        shutdown.before_cut = getattr(driver, "restore", lambda: None)
         try:
             app.run()
         finally:
-            collector.stop()
+            collector.stop(wait=False)
             end_launched(args)
+    if collector.compiling:  # BCC's compile runs on: do not wait for it (see leave)
+        if app.error is not None:
+            print(f"bpftop: {app.error}", file=sys.stderr)
+            leave(app.error.exit_code)
+        leave(screen_exit_code(app.crash, app.return_code))
+    collector.stop()  # joins the compile's thread (it may have ended just now)
     if app.error is not None:
         raise app.error
-    if app.crash is not None or app.return_code:
-        print(
-            f"bpftop: {app.crash or 'internal error: the app ended with an error'}", file=sys.stderr
-        )
-        return InternalError.exit_code
-    return 0
+    return screen_exit_code(app.crash, app.return_code)

@@ -20,6 +20,7 @@ from bpftop.bpf.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import build_parsers, settle
 from bpftop.tui.cli.early_start import open_early
 from bpftop.tui.cli.gc_tuning import gc_paused
+from bpftop.tui.cli.output_path import check_writable
 from bpftop.tui.cli.pid_checks import refuse_kernel_threads
 
 
@@ -41,6 +42,8 @@ def _main(args: list[str]) -> int:
         parser, argv_rest = (record_parser, args[1:]) if recording else (live_parser, args)
         parsed = settle(parser.parse_args(argv_rest))
         refuse_kernel_threads(parsed.pids or ())
+        if recording:
+            check_writable(parsed.output)  # before the first sample
         # Samples start now; the collector and its imports (numpy, ...) come after.
         parsed.early_perf = open_early(parsed)
         import_numpy_quietly()

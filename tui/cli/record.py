@@ -1,35 +1,29 @@
 """``bpftop record``: sample without a screen, then write the profile to a file.
 
 Owns :func:`run_record`. ``-d`` counts from the first sample, not from
-launch; the output path is checked before sampling starts, and the writers
+launch; ``record -- COMMAND`` exits with the command's status (after writing);
+the output path is checked before sampling starts, and the writers
 (:mod:`bpftop.tui.cli.files`) load only once there is something to write.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-from typing import NoReturn
 
-from bpftop.bpf.errors import BpftopError, OutputError
+from bpftop.bpf.errors import BpftopError
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import JIT_HINT
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
-from bpftop.tui.cli.session import (
-    check,
-    end_launched,
-    keep_stderr,
-    make_collector,
-    on_signals,
-)
+from bpftop.tui.cli.output_path import check_writable
+from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
+from bpftop.tui.cli.shutdown import Shutdown, leave
 from bpftop.tui.collect.collector import Collector
-from bpftop.tui.formats.atomic import STDOUT
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.idle import snapshot_without_idle
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -39,40 +33,46 @@ IDLE_WAIT_S = 1.0  # record's main thread: the longest sleep once sampling runs
 
 def run_record(args: argparse.Namespace) -> int:
     """Record on the parsed arguments, then write the file; the exit code."""
-    _check_writable(args.output)
+    check_writable(args.output)  # (main checked it before sampling; a -- COMMAND's run)
     sampler = check(args)
     if sampler is None:
         return 0
     keep_stderr()
+    done = threading.Event()
+    shutdown = Shutdown(done.set, keep_first=True)  # the first signal: stop, write the file
+    shutdown.cut_message = f"bpftop: stopped again before {args.output} was written: not written"
+    shutdown.install()  # before a command is started held: it is never left stopped
     collector = make_collector(args, sampler, interval_s=1.0)
+    shutdown.launched = getattr(args, "launched", None)
     collector.headless = True  # the file is written from the last snapshot only
     tune_gc()
     errors: list[BpftopError] = []
-    done = threading.Event()
-    on_signals(done.set)
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
+    collector.duration_s = args.duration  # -d may end before the first tick
     started_ns = _sample(collector, args.duration, done, errors, exited_at)
-    collector.stop(wait=False)  # the file first; a compile still running: see _leave
+    code = command_code(getattr(args, "launched", None))  # before bpftop ends it
+    collector.stop(wait=False)  # the file first; a compile still running: see leave
     end_launched(args)
+    shutdown.writing(str(args.output))
     try:
         _write(args, collector, errors, exited_at, started_ns)
     except BaseException:
         collector.stop()  # waits for a compile still running (BCC's exit hooks, below)
         raise
-    if collector.compiling:
-        _leave(0)
+    if collector.compiling:  # (a 1 s record of the early sampler's samples exited at
+        leave(code)  # 3.2 s, after the compile, when it waited for it: bench.startup)
     collector.stop()  # joins the compile's thread (it may have ended just now)
-    return 0
+    return code
 
 
-def _leave(code: int) -> NoReturn:
-    """Exit now, while BCC still compiles on its thread (a 1 s record of the
-    early sampler's samples exited at 3.2 s, after the compile: bench.startup).
-    Nothing of the compile is attached yet, and the kernel frees what it made;
-    a normal exit would run BCC's and LLVM's exit hooks under it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+def command_code(launched: subprocess.Popen[bytes] | None) -> int:
+    """``record -- COMMAND``'s exit code, as perf's: the command's own status when
+    it ended by itself (128 + N when a signal N ended it); 0 when it still runs
+    (bpftop stopped first: -d, a signal) or there is no command."""
+    status = launched.poll() if launched is not None else None
+    if status is None:
+        return 0
+    return status if status >= 0 else 128 - status
 
 
 def _write(
@@ -201,26 +201,3 @@ def _wait_s(duration_s: float | None, recorded_s: float, sampling: bool) -> floa
         return 0.05
     left = IDLE_WAIT_S if duration_s is None else duration_s - recorded_s
     return max(0.0, min(left, IDLE_WAIT_S))
-
-
-def _check_writable(path: Path) -> None:
-    """Fail before sampling, not after, when the output cannot be written."""
-    if str(path) == STDOUT:
-        return
-    try:
-        _check_path(path)
-    except OSError as err:  # a name too long, a loop of links, ...
-        reason = err.strerror or repr(err)
-        raise OutputError(f"cannot write {path}: {reason}", "choose another path") from None
-
-
-def _check_path(path: Path) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a directory", "give a file name with -o")
-    if not parent.is_dir():
-        raise OutputError(
-            f"cannot write {path}: no directory {parent}", "create it or choose another path"
-        )
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise OutputError(f"cannot write {path}: permission denied", "choose a writable path")

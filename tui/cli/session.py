@@ -3,8 +3,8 @@
 Owns :func:`check` (validate the arguments, the probe included, before
 anything is compiled or touches the kernel, and build the sampler),
 :func:`make_collector` (for the chosen targets; ``-- COMMAND`` is started
-held here), :func:`end_launched` (a command bpftop started ends with bpftop)
-and :func:`on_signals` (Ctrl-C, SIGTERM and SIGHUP stop cleanly).
+held here) and :func:`end_launched` (a command bpftop started ends with
+bpftop). How a run ends on a signal: :mod:`bpftop.tui.cli.shutdown`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 import psutil
 
@@ -26,8 +23,12 @@ from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.program_text import PROGRAM_FILE
 from bpftop.bpf.resolve import check_up_front
+from bpftop.tui.cli.shutdown import end_command
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.targets import is_stopped, launch_held
+
+LAUNCHED_END_S = 1.0
+"""How long a command bpftop started has to end on SIGTERM before SIGKILL."""
 
 
 def check(args: argparse.Namespace) -> CpuSampler | None:
@@ -117,13 +118,9 @@ def make_collector(args: argparse.Namespace, sampler: CpuSampler, interval_s: fl
 
 
 def end_launched(args: argparse.Namespace) -> None:
-    """A command bpftop started ends with bpftop (SIGTERM; held ones are continued)."""
-    proc = getattr(args, "launched", None)
-    if proc is not None and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGCONT)
-        proc.wait()
+    """A command bpftop started ends with bpftop (SIGTERM; held ones are continued;
+    SIGKILL for one still there a second later)."""
+    end_command(getattr(args, "launched", None), wait_s=LAUNCHED_END_S)
 
 
 def keep_stderr() -> None:
@@ -133,13 +130,3 @@ def keep_stderr() -> None:
     with contextlib.suppress(OSError):
         sys.stderr.flush()
         sys.stderr = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
-
-
-def on_signals(handler: Callable[[], object]) -> None:
-    """Ctrl-C, SIGTERM and SIGHUP all mean: stop cleanly, keep what we have."""
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        handler()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)

@@ -125,6 +125,7 @@ class Collector:
         self._wake = threading.Event()  # a request arrived, or stop
         self.source_lines = False  # asked for by the app (the L key), read between ticks
         self.headless = False  # record: reads the last snapshot's tree and table; no hints (dpkg)
+        self.duration_s: float | None = None  # record's -d: no early sample past it
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
@@ -280,6 +281,7 @@ class Collector:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
             self._on_exec(self.pid)
+            self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
             resume(self._launched)
         self._note = self._sampler.header_note
         self._post(Phase.SAMPLING, self._note)
@@ -393,10 +395,15 @@ class Collector:
                 self._process = ProcessWatch(tgid)
 
     def _absorb_early(self, feed: EarlyFeed, bpf_coming: bool = True) -> None:
-        """An early tick; ``bpf_coming`` False: BPF failed, these are the best samples there are."""
+        """An early tick: none sampled after stop() nor after ``duration_s`` of
+        samples that count (a -d of 0.2 s can end before the collector's first
+        tick); ``bpf_coming`` False: BPF failed, these are the best samples there are."""
+        since, duration = self.counting_since, self.duration_s
+        until_ns = int((since + duration) * 1e9) if since and duration is not None else 0
+        ends = [ns for ns in (self._stop_ns, until_ns) if ns]
         over = self._stop.is_set() or (self._process.exited() and not self._followed.alive())
         leave_out = self._early_left_out if bpf_coming else lambda _: ""
-        self._absorb(*feed.tick(self._stop_ns, leave_out, final=over))
+        self._absorb(*feed.tick(min(ends, default=0), leave_out, final=over))
 
     def _early_left_out(self, tgid: int) -> str:
         """Why ``tgid``'s early samples cannot count: BPF gives a CPython

@@ -8,10 +8,16 @@
   (as ``open()`` would); an existing one keeps its owner, group and mode.
   A failed write leaves the old file as it was and no temp file behind.
   (When the owner cannot be kept, i.e. not root and the file is someone
-  else's, the file is rewritten in place instead, as a shell redirection would.)
+  else's, or the file has other hard links, which a rename would leave
+  holding the old profile, the file is rewritten in place instead, as a
+  shell redirection would.)
 - A symbolic link: followed, as the kernel follows it (so fs.protected_symlinks
   applies); the file it names is written as above and the link stays.
 - A character or block device or a FIFO: written in place, never replaced.
+
+A process that must exit mid-write (a stop cut short: tui/cli/shutdown) calls
+``abandon_unfinished()`` first: the temp files not yet renamed into place are
+removed, so the old file stays as it was and no debris is left.
 
 Every failure, including a write error at the end (a full disk or device,
 a reader that closed its pipe), raises ``OutputError`` with the reason and a
@@ -25,6 +31,7 @@ import errno
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -46,6 +53,25 @@ _HINTS = {
     errno.EISDIR: "give a file name, not a directory",
 }
 _DEFAULT_HINT = "choose a writable file or directory for the output"
+
+_unfinished: set[str] = set()  # temp files being written (not renamed into place yet)
+_unfinished_lock = threading.Lock()
+
+
+def _forget(name: str) -> None:
+    """``name`` was renamed into place or removed: no longer unfinished."""
+    with _unfinished_lock:
+        _unfinished.discard(name)
+
+
+def abandon_unfinished() -> None:
+    """Remove every temp file still being written (the process exits before they are done)."""
+    with _unfinished_lock:
+        names = list(_unfinished)
+        _unfinished.clear()
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def write_output(path: str | os.PathLike[str], fill: Callable[[IO[bytes]], object]) -> None:
@@ -85,6 +111,7 @@ def write_new_file(
             fill(out)
             out.flush()
             os.fsync(out.fileno())
+        _forget(name)
         done, name = Path(name), ""
         return done
     except OSError as err:
@@ -149,6 +176,9 @@ def _write_file(path: Path, fill: Callable[[IO[bytes]], object]) -> None:
         return
     if not os.access(path, os.W_OK):  # a directory we may write must not overrule the file
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    if old.st_nlink > 1:  # a rename would split the file from its other names
+        _write_in_place(path, fill, truncate=True)
+        return
     _replace(path, fill, old)
 
 
@@ -160,6 +190,7 @@ def _replace(path: Path, fill: Callable[[IO[bytes]], object], old: os.stat_resul
             os.close(fd)
             fd = -1
             os.unlink(tmp)
+            _forget(tmp)
             tmp = ""
             _write_in_place(path, fill, truncate=True)
             return
@@ -169,6 +200,7 @@ def _replace(path: Path, fill: Callable[[IO[bytes]], object], old: os.stat_resul
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
+        _forget(tmp)
         tmp = ""
     finally:
         _release(fd, tmp)
@@ -198,10 +230,13 @@ def _create_temp(directory: Path, prefix: str, suffix: str, mode: int) -> tuple[
     """Create a file of a new random name exclusively; the kernel applies the umask to ``mode``."""
     for _ in range(100):
         name = str(directory / f"{prefix}{os.urandom(6).hex()}{suffix}")
-        try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), name
-        except FileExistsError:
-            continue
+        with _unfinished_lock:
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            except FileExistsError:
+                continue
+            _unfinished.add(name)
+            return fd, name
     raise FileExistsError(errno.EEXIST, f"no free temp file name in {directory}")
 
 
@@ -221,3 +256,4 @@ def _release(fd: int, leftover: str) -> None:
     if leftover:
         with contextlib.suppress(OSError):
             os.unlink(leftover)
+    _forget(leftover)

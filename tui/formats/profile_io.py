@@ -34,12 +34,19 @@ from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth
 from bpftop.tui.formats.saved_folded import from_folded, saved_lines, tree_lines
 from bpftop.tui.formats.saved_tree import build_tree
-from bpftop.tui.formats.sniff import classify, drop_bad_lines
+from bpftop.tui.formats.sniff import classify, drop_bad_lines, is_text_profile
 from bpftop.tui.formats.speedscope import SpeedscopeError, from_speedscope, to_speedscope
 from bpftop.tui.model.snapshot import CallNode
 
+INT64_MAX = 2**63 - 1
+"""The largest count or sum of counts a profile may hold (the views count in int64)."""
+
 MAX_READ_BYTES = 512 * 1024 * 1024
-"""Larger files are refused (a 1 GB folded file would need ~10 GB of memory to load)."""
+"""Larger files are refused (a 1 GB folded file would need ~10 GB of memory to load);
+so is gzip data that inflates to more."""
+
+GUNZIP_STEP = 16 * 1024 * 1024
+"""How much inflated data one step of ``_gunzip`` makes at most."""
 
 
 def write_saved(
@@ -109,12 +116,14 @@ class LoadedTree:
     tree: CallNode
     skipped: int
     truncated: int = 0
+    events: int = 0
+    """A time probe's events (calls, blocks) per stack, summed (0: none in the file)."""
 
 
 def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
     """Read a profile bpftop (or another tool) saved as folded, speedscope or pprof."""
     source = Path(path)
-    kind, payload = classify(_read_bytes(source), source)
+    kind, payload = _classified(source)
     if kind == "folded":
         assert isinstance(payload, str)
         text, bad = drop_bad_lines(payload)
@@ -133,7 +142,7 @@ def read_saved(path: str | os.PathLike[str]) -> SavedProfile:
 def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
     """The call tree of a saved profile, the fast way (folded text never becomes stacks)."""
     source = Path(path)
-    kind, payload = classify(_read_bytes(source), source)
+    kind, payload = _classified(source)
     if kind == "folded":
         assert isinstance(payload, str)
         text, bad = drop_bad_lines(payload)
@@ -145,10 +154,26 @@ def load_tree(path: str | os.PathLike[str]) -> LoadedTree:
             raise _overflow(source, text, err) from None
     else:
         saved, bad = cap_depth(_parse(kind, payload, source)), 0
-        loaded = LoadedTree(saved.meta, build_tree(saved), saved.skipped, saved.truncated)
+        events = sum(stack.events for stack in saved.stacks)
+        loaded = LoadedTree(saved.meta, build_tree(saved), saved.skipped, saved.truncated, events)
     if loaded.tree.total_count <= 0:
         raise _no_samples(source, loaded.skipped, bad)
     return loaded
+
+
+def _classified(source: Path) -> tuple[str, bytes | str]:
+    """The file's format and content: gzip is inflated (pprof, or gzipped folded
+    or speedscope text, read as the text would be: ``view``, ``diff`` and ``diff
+    --folded`` read every file the same way)."""
+    kind, payload = classify(_read_bytes(source), source)
+    if kind != "pprof":
+        return kind, payload
+    assert isinstance(payload, bytes)
+    inflated = _gunzip(payload, source)
+    del payload
+    if is_text_profile(inflated):
+        return classify(inflated, source)
+    return "pprof", inflated
 
 
 def _no_samples(source: Path, skipped: int, bad: int) -> ProfileFileError:
@@ -179,8 +204,9 @@ def _parse(kind: str, payload: bytes | str, source: Path) -> SavedProfile:
 
     try:
         if isinstance(payload, bytes):
-            return from_pprof(parse_pprof(_gunzip(payload, source)))
-        return from_speedscope(json.loads(payload))
+            saved = from_pprof(parse_pprof(payload))
+        else:
+            saved = from_speedscope(json.loads(payload))
     except json.JSONDecodeError as err:
         raise ProfileFileError(
             f"{source}: broken JSON at line {err.lineno} column {err.colno} ({err.msg})",
@@ -190,6 +216,26 @@ def _parse(kind: str, payload: bytes | str, source: Path) -> SavedProfile:
         raise ProfileFileError(
             f"{source}: {err}", "give a file bpftop or speedscope/pprof wrote"
         ) from None
+    _check_range(saved, source)
+    return saved
+
+
+def _check_range(saved: SavedProfile, source: Path) -> None:
+    """Counts and events per stack, and their sums, fit in 64 bits (the views count
+    in int64: two pprof values of 2**63-1 read as no samples in one view and as
+    18446744073709551614 in another; speedscope weights of 1e308, as an error)."""
+    for what, values in (
+        ("count", [stack.count for stack in saved.stacks]),
+        ("event", [stack.events for stack in saved.stacks]),
+    ):
+        biggest = max(values, default=0)
+        total = sum(values)
+        if biggest > INT64_MAX or total > INT64_MAX:
+            shown = f"{biggest:.3g}" if biggest > INT64_MAX else f"{total:.3g} in all"
+            raise ProfileFileError(
+                f"{source}: a {what} of {shown} is out of range (at most {INT64_MAX}, 64 bits)",
+                "is this file damaged? export it again",
+            )
 
 
 def _read_bytes(source: Path) -> bytes:
@@ -219,16 +265,24 @@ def _too_big(what: str) -> ProfileFileError:
 
 
 def _gunzip(data: bytes, source: Path) -> bytes:
-    """Decompress, refusing output beyond ``MAX_READ_BYTES`` (a gzip bomb) or a cut stream."""
+    """Decompress, refusing output beyond ``MAX_READ_BYTES`` (a gzip bomb) or a cut
+    stream. Inflated a piece at a time, so a bomb is refused holding at most the
+    limit (at once, zlib's pieces and their joined copy held twice it: 1.09 GB
+    for a 600 MB bomb)."""
     inflater = zlib.decompressobj(wbits=31)
+    out = bytearray()
+    pending = data
     try:
-        out = inflater.decompress(data, MAX_READ_BYTES + 1)
+        while pending and not inflater.eof:
+            out += inflater.decompress(pending, GUNZIP_STEP)
+            pending = inflater.unconsumed_tail
+            if len(out) > MAX_READ_BYTES:
+                raise ProfileFileError(
+                    f"{source} inflates to more than {MAX_READ_BYTES // 2**20} MiB",
+                    "cut it down first",
+                )
     except zlib.error as err:
         raise ProfileFileError(f"{source}: broken gzip data ({err})", "export it again") from None
-    if len(out) > MAX_READ_BYTES:
-        raise ProfileFileError(
-            f"{source} inflates to more than {MAX_READ_BYTES // 2**20} MiB", "cut it down first"
-        )
     if not inflater.eof:
         raise ProfileFileError(f"{source}: the gzip data is truncated", "export it again")
-    return out
+    return bytes(out)

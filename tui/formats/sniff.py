@@ -44,6 +44,12 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def is_text_profile(data: bytes) -> bool:
+    """Whether inflated gzip data is a text profile (folded or speedscope), not pprof."""
+    first = _first_line(decode_text(data[:65536]))
+    return first.lstrip().startswith("{") or bool(_FOLDED_LINE.fullmatch(first))
+
+
 def classify(data: bytes, source: object) -> tuple[str, bytes | str]:
     """("pprof", gzip bytes), ("speedscope", JSON text) or ("folded", text)."""
     if data[:2] == b"\x1f\x8b":

@@ -174,6 +174,9 @@ def from_speedscope(doc: object) -> SavedProfile:
     timed = any(isinstance(p, dict) and p.get("unit") in TIME_UNITS for p in profiles)
     sums: dict[tuple[str, tuple[int, ...]], float] = {}
     skipped = sum(_read_profile(profile, frames, timed, sums) for profile in profiles)
+    for (group, _), total in sums.items():
+        if not math.isfinite(total):  # finite weights whose sum is not (1e308 + 1e308)
+            raise SpeedscopeError(f"profile '{group}': weights sum past the largest number")
     stacks = [
         SavedStack(group, tuple(frames[i] for i in sample), round(total))
         for (group, sample), total in sums.items()
