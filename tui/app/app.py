@@ -34,6 +34,7 @@ from bpftop.tui.collect.snapshot_source import ControlledSource, ProbeSwitching,
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.tree_paths import HOT_MIN_PCT
 from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
@@ -80,9 +81,11 @@ class BpftopApp(SourceApp):
         completer: ProbeCompleter | None = None,
         baseline: Baseline | None = None,
         show_idle: bool = False,
+        hot_min_pct: float = HOT_MIN_PCT,
     ) -> None:
         """``baseline``: compare with it from the start (``bpftop diff``);
-        ``show_idle``: idle Python samples shown from the start (--idle)."""
+        ``show_idle``: idle Python samples shown from the start (--idle);
+        ``hot_min_pct``: the hot path opens no child under this share (--hot-min)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
@@ -91,6 +94,7 @@ class BpftopApp(SourceApp):
         self.shown: Snapshot | None = None
         self.paused = False
         self.show_lines = False
+        self.hot_min_pct = hot_min_pct
         self.state = ViewState()
         self.state.baseline = baseline
         self.state.show_idle = show_idle
@@ -117,6 +121,7 @@ class BpftopApp(SourceApp):
     # -- source wiring --------------------------------------------------------
     def on_mount(self) -> None:
         self.views.tree_view.placeholder = placeholder_text(None)
+        self.views.tree_view.hot_min_pct = self.hot_min_pct
         self._refresh_crumbs()
         self.views.tree_view.focus()
         self.start_source()

@@ -37,7 +37,13 @@ def run_live(args: argparse.Namespace) -> int:
     collector = make_collector(args, sampler, args.interval)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
     show_idle = getattr(args, "idle", False)
-    app = BpftopApp(collector, interval_s=args.interval, completer=completer, show_idle=show_idle)
+    app = BpftopApp(
+        collector,
+        interval_s=args.interval,
+        completer=completer,
+        show_idle=show_idle,
+        hot_min_pct=getattr(args, "hot_min", 1.0),
+    )
     tune_gc()
     with terminal_driver() as driver:
         app.driver_class = driver

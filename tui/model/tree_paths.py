@@ -3,7 +3,8 @@
 A ``NodePath`` (``views``) is the sibling keys from a tree's top down to a
 node; the views keep their zoom, cursor and expanded rows as paths, so they
 survive every new snapshot. ``node_at`` follows a path, ``chain_to`` cuts
-the branch down to one (what ``w`` exports of a zoom), ``compile_search``
+the branch down to one (what ``w`` exports of a zoom), ``hot_chain`` the
+hottest path below a node as far as it is worth opening, ``compile_search``
 makes the ``/`` regex, and ``next_match`` steps through the matches in
 display order, visiting only the subtrees that lead to one
 (``views.leads_to_match``). No Textual here.
@@ -15,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.store import LiveNode
+from bpftop.tui.model.store import LiveNode, NodeKey
 from bpftop.tui.model.views import Match, NodePath, leads_to_match
 
 
@@ -30,6 +31,33 @@ def node_at(tree: CallNode, path: NodePath) -> CallNode | None:
         else:
             return None
     return node
+
+
+HOT_MIN_PCT = 1.0
+"""The hot path never opens a child under this share of the total (``--hot-min``)."""
+HOT_OF_PARENT = 0.1
+"""... nor a child under this fraction of its parent."""
+
+
+def hot_chain(
+    node: CallNode, total: int, min_pct: float = HOT_MIN_PCT, of_parent: float = HOT_OF_PARENT
+) -> NodePath:
+    """The keys from ``node`` down its hottest children, stopping where a step is
+    not worth taking (as perf report's call-chain threshold does): at a node whose
+    own samples outweigh its hottest child, or before a child under ``min_pct``
+    percent of ``total`` or under ``of_parent`` of its parent's samples."""
+    path: list[NodeKey] = []
+    while node.has_children:
+        child = node.children[0]  # hottest first
+        if (
+            node.self_count > child.total_count
+            or 100 * child.total_count < min_pct * total
+            or child.total_count < of_parent * node.total_count
+        ):
+            break
+        path.append(child.key)
+        node = child
+    return tuple(path)
 
 
 def chain_to(tree: CallNode, path: NodePath) -> CallNode:

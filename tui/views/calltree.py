@@ -5,9 +5,11 @@ flattened along expanded nodes into a row list, and ``render_line`` draws
 the rows in view. Expansion state and the cursor are keyed by node path
 (the sibling keys from the top), so both survive every new snapshot.
 
-The tree opens on the hottest path, expanded, and follows it (re-opened on
-each new snapshot, the cursor on its hottest leaf) until the user moves the
-cursor, expands or collapses anything, zooms, or selects from another view.
+The tree opens on the hottest path (``tree_paths.hot_chain``: as far as a
+step is worth taking), the cursor on its end, and keeps that path open on each
+new snapshot until the user moves the cursor, expands or collapses anything,
+zooms, or selects from another view. Fresh data never moves the cursor: only
+a selection that is gone (a probe switch, a reset) is placed again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from textual.message import Message
 from bpftop.tui.model.flame import is_unnamed
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import node_at
+from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at
 from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
@@ -86,6 +88,8 @@ class CallTreeView(RowsView):
         self.open_depth = 1
         self.following_hot = True
         """Re-open the hottest path on every new tree, until the user takes over."""
+        self.hot_min_pct = HOT_MIN_PCT
+        """The hot path opens no child under this share of the whole tree (percent)."""
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
 
@@ -130,10 +134,15 @@ class CallTreeView(RowsView):
             if found is not None:
                 self._open_to(self._root_path + found)
         elif self.following_hot:
-            self._expanded.clear()  # only the last hot path was opened: the user opened nothing
             zoom = node_at(tree, self._root_path)
             if zoom is not None and zoom.children:
-                self._cursor_path = self._open_hot_path(zoom, self._root_path)
+                self._expanded.clear()  # only hot paths were opened: the user opened nothing
+                hot = self._open_hot_path(zoom, self._root_path)
+                selected = self._cursor_path
+                if not selected or node_at(tree, selected) is None:
+                    self._cursor_path = hot  # the first data, or the selection is gone
+                else:
+                    self._open_to(selected)  # the selection stays where it is, and shown
         self._rebuild()
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
@@ -264,16 +273,16 @@ class CallTreeView(RowsView):
         self._rebuild()
 
     def _open_hot_path(self, node: CallNode, path: NodePath) -> NodePath:
-        """Expand ``node`` (at ``path``) and its hottest child, and theirs, down
-        to a leaf; the leaf's path. The synthetic root is never a row."""
-        if not path and node.children:
-            node = node.children[0]
-            path = (node.key,)
-        while node.children:
-            self._expanded[path] = True
-            node = node.children[0]
-            path = (*path, node.key)
-        return path
+        """Expand ``node`` (at ``path``) and its hottest child, and theirs, as far
+        as ``hot_chain`` goes (shares of the whole tree); the path of its end.
+        The synthetic root is never a row: from it, the first process at least."""
+        chain = hot_chain(node, max(1, self._tree.total_count), self.hot_min_pct)
+        if not path and not chain and node.children:
+            chain = (node.children[0].key,)
+        for n in range(len(chain)):
+            if path or n:
+                self._expanded[(*path, *chain[:n])] = True
+        return (*path, *chain)
 
     # -- rendering ------------------------------------------------------------
     def row_line(self, index: int, width: int) -> Line:
