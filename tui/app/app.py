@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.events import DescendantFocus
@@ -223,6 +224,8 @@ class BpftopApp(SourceApp):
         if isinstance(self.screen, ProbeDialog):  # Tab is the app's; in the dialog it completes
             self.screen.action_take_first()
             return
+        if self.search_input.has_class("open"):
+            return  # the search box owns the keys until it is closed
         self.action_show_view((self.views.index + step) % len(VIEWS))
 
     def on_call_tree_view_activated(self, message: CallTreeView.Activated) -> None:
@@ -263,7 +266,9 @@ class BpftopApp(SourceApp):
         box.add_class("open")
         box.focus()
 
-    def on_input_submitted(self, message: Input.Submitted) -> None:
+    @on(Input.Submitted, "#search")
+    def search_submitted(self, message: Input.Submitted) -> None:
+        """Enter in the search box (only there: a dialog's own box is its own)."""
         error = self.state.set_search(message.value.strip())
         if error is not None:
             self.notify(error, title="search", severity="error")
