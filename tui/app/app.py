@@ -101,6 +101,7 @@ class BpftopApp(SourceApp):
         self.state.show_idle = show_idle
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_derived: Derived | None = None
+        self._derived_probe = ""  # the probe last_derived shows
         self.deriving: Background[Derived] = Background(self, "derive")
         self.writing: Background[int | OutputError] = Background(self, "write")
 
@@ -165,10 +166,11 @@ class BpftopApp(SourceApp):
         With a filter or K/U active this walks the whole tree (seconds on a
         large profile), and grouping a large table by symbol takes tens of ms,
         so those are made on a worker; until it is done the views keep the last
-        one made."""
+        one made (never another probe's: none until the new probe's is made)."""
         if self.shown is None:
             return None
         snap, state = self.shown, self.state
+        probe = snap.stats.probe
         found = state.cached(snap.tree)
         by_symbol = snap.hot_by_symbol
         if found is None and state.cheap(snap.tree, by_symbol is not None):
@@ -178,18 +180,18 @@ class BpftopApp(SourceApp):
             found = self.deriving.submit(
                 (id(tree), wanted),
                 lambda: derive_view(tree, hot, *job, by_symbol=by_symbol),
-                lambda done: self._derive_done(tree, wanted, done),
+                lambda done: self._derive_done(tree, wanted, done, probe),
             )
             if found is not None:
                 state.remember(tree, wanted, found)
         if found is not None:
-            self.last_derived = found
-        return self.last_derived
+            self.last_derived, self._derived_probe = found, probe
+        return self.last_derived if self._derived_probe == probe else None
 
-    def _derive_done(self, tree: CallNode, wanted: Wanted, done: Derived) -> None:
+    def _derive_done(self, tree: CallNode, wanted: Wanted, done: Derived, probe: str) -> None:
         """A derived view made on the worker: remember it and show it."""
         self.state.remember(tree, wanted, done)
-        self.last_derived = done
+        self.last_derived, self._derived_probe = done, probe
         if self.shown is not None:
             self.show(self.shown)
 

@@ -268,8 +268,9 @@ class CallTreeView(RowsView):
         """Expand from the selected node (or the top) along the hottest children."""
         self.following_hot = False
         row = self._current()
-        node, path = (row.node, row.path) if row is not None else (self._tree, ())
-        self._cursor_path = self._open_hot_path(node, path)
+        if row is None:
+            return  # no rows: nothing to open
+        self._cursor_path = self._open_hot_path(row.node, row.path)
         self._rebuild()
 
     def _open_hot_path(self, node: CallNode, path: NodePath) -> NodePath:
