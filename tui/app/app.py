@@ -198,6 +198,8 @@ class BpftopApp(SourceApp):
     def render_view(self) -> None:
         """Redraw the view on screen from the shown snapshot and the view state."""
         derived = self._derived()
+        if derived is not None and self.state.zoom:
+            self.state.carry_zoom(derived.tree)
         self.views.draw(self.shown, derived, self.state, self.show_lines, self.thread)
         self._refresh_crumbs()
 

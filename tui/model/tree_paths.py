@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from bpftop.symbols.python_code import function_label
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import LiveNode, NodeKey
 from bpftop.tui.model.views import Match, NodePath, leads_to_match
@@ -58,6 +59,39 @@ def hot_chain(
         path.append(child.key)
         node = child
     return tuple(path)
+
+
+def by_function(key: NodeKey) -> NodeKey:
+    """A Python frame's key without its line (``QUALNAME (FILE)``); others as they are."""
+    label, module, kernel = key
+    return (function_label(label, module), module, kernel)
+
+
+def regrouped_path(tree: CallNode, path: NodePath) -> NodePath | None:
+    """``path`` in ``tree`` where Python frames may be grouped the other way (by
+    line or by function), or None: each step goes to a child of the same key, else
+    of the same function (the hottest line of it that leads on to the rest)."""
+    found: list[NodeKey] = []
+    pending = [iter(_same_code(tree, path[0]))] if path else []
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            if found:
+                found.pop()
+            continue
+        found.append(step.key)
+        if len(found) == len(path):
+            return tuple(found)
+        pending.append(iter(_same_code(step, path[len(found)])))
+    return None
+
+
+def _same_code(node: CallNode, key: NodeKey) -> list[CallNode]:
+    """The children of ``node`` of ``key``, or of its function (hottest first)."""
+    exact = [c for c in node.children if c.key == key]
+    want = by_function(key)
+    return exact or [c for c in node.children if by_function(c.key) == want]
 
 
 def chain_to(tree: CallNode, path: NodePath) -> CallNode:

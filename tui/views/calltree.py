@@ -25,7 +25,7 @@ from textual.message import Message
 from bpftop.tui.model.flame import is_unnamed
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at
+from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
 from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
@@ -36,6 +36,14 @@ MODULE_WIDTH = 26
 def module_name(module: str) -> str:
     """A module's display name (the basename of a file path)."""
     return module.rsplit("/", 1)[-1] if module.startswith("/") else module
+
+
+def _carried(tree: CallNode, path: NodePath) -> NodePath:
+    """``path``, or where it is in ``tree`` with Python frames grouped the other way."""
+    if node_at(tree, path) is not None:
+        return path
+    moved = regrouped_path(tree, path)
+    return moved if moved is not None and len(moved) == len(path) else path
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,7 @@ class CallTreeView(RowsView):
         """Show a new tree (zoomed to ``root_path``); expansion and selection are
         kept, or the selection follows the function ``follow`` asked for."""
         self._tree = tree
+        self._carry_paths(tree)
         self._root_path = root_path if node_at(tree, root_path) is not None else ()
         key, self._follow = self._follow, None
         if key is not None and self.selected_key() != key:
@@ -144,6 +153,20 @@ class CallTreeView(RowsView):
                 else:
                     self._open_to(selected)  # the selection stays where it is, and shown
         self._rebuild()
+
+    def _carry_paths(self, tree: CallNode) -> None:
+        """Paths gone from ``tree`` whose frames are in it grouped the other way
+        (Python frames by line or by function, ``G``) are carried over, so a
+        regrouping keeps the expanded rows and the cursor on the same code."""
+        carried: dict[NodePath, bool] = {}
+        for path, on in self._expanded.items():
+            carried.setdefault(_carried(tree, path), on)
+        cursor = self._cursor_path
+        if cursor and cursor != (moved := _carried(tree, cursor)):
+            self._cursor_path = moved
+            for n in range(1, len(moved)):  # shown where it was: under its open callers
+                carried[moved[:n]] = True
+        self._expanded = carried
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         """Search highlighting and the file:line column."""
