@@ -31,6 +31,10 @@ from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
 MODULE_WIDTH = 26
+LABEL_FIRST = 48
+"""Cells names get before the module column gets any (it takes what is left, up to
+``MODULE_WIDTH``; under ``MODULE_MIN`` cells it is left out)."""
+MODULE_MIN = 6
 
 
 def module_name(module: str) -> str:
@@ -318,8 +322,9 @@ class CallTreeView(RowsView):
         extra = self.decorate(node, row.path) if self.decorate is not None else None
         if extra is not None:
             line.extend(extra)
-        module_width = min(MODULE_WIDTH, max(0, width - line.cells - 20))
-        label_width = max(1, width - line.cells - module_width - 1)
+        module_width = min(MODULE_WIDTH, max(0, width - line.cells - LABEL_FIRST - 1))
+        module_width = module_width if module_width >= MODULE_MIN else 0
+        label_width = max(1, width - line.cells - module_width - (1 if module_width else 0))
         line.extend(self._label(row).cut(label_width))
         if module_width:
             line.add_fit(
