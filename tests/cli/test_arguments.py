@@ -88,6 +88,14 @@ def test_intervals_of_a_tenth_to_a_minute_are_fine() -> None:
     assert live.parse_args(["-p", "1", "-i", "0.1"]).interval == 0.1
 
 
+def test_hot_min_is_a_percentage(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:
+    live, _ = cli_args.build_parsers()
+    assert live.parse_args(["-p", "1"]).hot_min == 1.0
+    assert live.parse_args(["-p", "1", "--hot-min", "2.5"]).hot_min == 2.5
+    for bad in ("101", "-1", "nan", "x"):
+        one_line(capsys, 2, ["-p", str(gone_pid), "--hot-min", bad], "--hot-min")
+
+
 def test_an_empty_probe_spec_is_an_error(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:
     for empty in ("", "  "):
         one_line(capsys, 2, ["-p", str(gone_pid), f"--probe={empty}"], "empty probe spec")

@@ -348,6 +348,7 @@ def test_python_only_keeps_the_python_chain_of_a_merged_stack() -> None:
     p.add("python3", [u("_start"), py("<module>", 9), unread], 2)
     p.add("python3", [u("_start"), u("Py_RunMain")], 1)  # no Python frame at all
     state = ViewState()
+    assert not state.toggle_python_functions()  # by line (G)
     assert state.toggle_frames("python") == "python"
     tree = state.derive(p.tree(), p.hot_functions()).tree
     app = tree.children[0]
@@ -360,8 +361,9 @@ def test_python_only_keeps_the_python_chain_of_a_merged_stack() -> None:
 
 
 def test_python_frames_by_function_merge_their_lines() -> None:
-    """``G``: ``run (app.py:3)`` and ``run (app.py:4)`` become one ``run (app.py)``
-    row; a recursion through two lines of one function counts once in its total."""
+    """By default (py-spy top's grouping): ``run (app.py:3)`` and ``run (app.py:4)``
+    become one ``run (app.py)`` row; a recursion through two lines of one function
+    counts once in its total. ``G`` shows the lines."""
 
     def py(name: str, line: int) -> Frame:
         return Frame(f"{name} (/w/app.py:{line})", "/w/app.py", 0, file="/w/app.py", line=line)
@@ -371,7 +373,7 @@ def test_python_frames_by_function_merge_their_lines() -> None:
     p.add("python3", [u("_start"), py("run", 4), py("leaf", 9)], 3)
     p.add("python3", [u("_start"), py("run", 4), py("run", 3)], 2)  # run calls itself
     state = ViewState()
-    assert state.toggle_python_functions()
+    assert state.python_functions
     derived = state.derive(p.tree(), p.hot_functions())
     start = derived.tree.children[0].children[0]
     assert [(c.label, c.total_count) for c in start.children] == [("run (/w/app.py)", 10)]
@@ -382,3 +384,8 @@ def test_python_frames_by_function_merge_their_lines() -> None:
     assert rows["run (/w/app.py)"] == (2, 10) and rows["leaf (/w/app.py)"] == (8, 8)
     assert not state.toggle_python_functions()
     assert state.derive(p.tree(), p.hot_functions()).tree is p.tree()
+    assert state.toggle_python_functions()
+    native = Profile()  # no Python frame: nothing to regroup, the snapshot's tree as it is
+    native.add("demo", [u("_start"), u("main")], 4)
+    assert state.derive(native.tree(), native.hot_functions()).tree is native.tree()
+    assert state.cheap(native.tree()) and not state.cheap(p.tree())

@@ -98,7 +98,7 @@ async def test_w_writes_the_zoomed_subtree(tmp_path: Path) -> None:
     app, _ = demo_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("e", "up", "up", "enter", "w")
+        await pilot.press("e", "up", "enter", "w")  # e ends on mix_round (own time)
         (written,) = tmp_path.glob("*.folded")
         lines = written.read_text().splitlines()
         assert all(";handle_request;hash_payload" in line for line in lines)
@@ -217,7 +217,7 @@ async def test_slow_callers_build_runs_in_a_worker_and_shows_when_done(
     app, source = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("e", "up", "3")
+        await pilot.press("e", "3")  # e ends on mix_round
         callers = app.views.callers_view
         first = [row.node.label for row in callers.rows]
         callers.builds.sync_wait_s = 0  # as if every build were slow: never wait for one

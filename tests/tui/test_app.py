@@ -156,15 +156,17 @@ async def test_tree_follows_the_hot_path_until_the_user_takes_over() -> None:
         hotter_idle = [*BASE, (["main", "idle", "poll"], 20)]
         source.push(snapshot_of(hotter_idle, seq=2))
         await pilot.pause()
-        # the new hottest path is opened; the old one (opened for the user, not by
-        # the user) closes
-        assert tree_labels(app) == ["small", "main", "idle", "poll", "work"]
-        assert cursor_label(app) == "poll"
-        await pilot.press("up")  # idle: the user moved, the tree stops following
+        # the new hottest path is opened, and the selection stays where it was (shown)
+        assert tree_labels(app) == ["small", "main", "idle", "poll", "work", "leaf_a", "leaf_b"]
+        assert cursor_label(app) == "leaf_a"
         source.push(snapshot_of(BASE, seq=3))
+        await pilot.pause()  # the old hottest path again; what only the hot path opened closes
+        assert tree_labels(app) == ["small", "main", "work", "leaf_a", "leaf_b", "idle"]
+        await pilot.press("up")  # work: the user moved, the tree stops following
+        source.push(snapshot_of(hotter_idle, seq=4))
         await pilot.pause()
-        assert cursor_label(app) == "idle" and tree.following_hot is False
-        assert tree_labels(app) == ["small", "main", "work", "idle"]
+        assert cursor_label(app) == "work" and tree.following_hot is False
+        assert tree_labels(app) == ["small", "main", "idle", "work", "leaf_a", "leaf_b"]
 
 
 async def test_expanding_anything_stops_following_the_hot_path() -> None:

@@ -48,7 +48,7 @@ async def test_every_view_works_on_a_saved_profile(fmt: str, tmp_path: Path) -> 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "saved profile" in header(app) and "demo" in header(app)
-        await pilot.press("e", "up", "up", "enter")  # tree: zoom into hash_payload
+        await pilot.press("e", "up", "enter")  # tree: zoom into hash_payload
         assert tree_labels(app)[:2] == ["hash_payload", "mix_round"]
         await pilot.press("3")  # callers of the selection
         assert [row.node.label for row in app.views.callers_view.rows][:1] == ["hash_payload"]

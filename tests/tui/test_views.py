@@ -168,7 +168,7 @@ async def test_enter_zooms_tree_and_backspace_esc_zoom_out() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("e", "up", "up")
+        await pilot.press("e", "up")  # e ends on mix_round: its own time outweighs its callee
         assert cursor_label(app) == "hash_payload"
         await pilot.press("enter")
         assert tree_labels(app)[:2] == ["hash_payload", "mix_round"]
@@ -187,7 +187,7 @@ async def test_flame_navigation_and_shared_zoom() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("e", "up", "4")  # mix_round selected in the tree
+        await pilot.press("e", "4")  # mix_round selected in the tree
         flame = app.views.flame_view
         assert flame.selected_key() == ("mix_round", "/opt/demo/bin/demo", False)
         await pilot.press("up")
@@ -252,9 +252,7 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("3")  # the tree opened on the hottest leaf: its callers
-        assert app.views.callers_view.rows[0].node.label == "rotate_left"
-        await pilot.press("2", "e", "up", "3")  # mix_round
+        await pilot.press("3")  # the tree opened on the hot path's end, mix_round: its callers
         callers = app.views.callers_view
         labels = [row.node.label for row in callers.rows]
         assert labels[:3] == ["mix_round", "hash_payload", "handle_request"]
@@ -306,7 +304,7 @@ async def test_inlined_frames_are_marked_in_the_tree() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press("e")  # the hot path runs through mix_round -> rotate_left
+        await pilot.press("e", "right")  # the hot path ends on mix_round; its inline callee
         lines = [tree_line(app, y) for y in range(len(app.views.tree_view.rows))]
         inlined = [line for line in lines if "rotate_left" in line]
         assert inlined and "rotate_left (inlined)" in inlined[0]
@@ -326,7 +324,7 @@ async def test_top_counts_inline_frames_in_their_function_and_i_shows_them_as_ro
         rows = {fn.label: fn.self_count for fn in app.views.top_view.ordered}
         assert rows["rotate_left"] == 1175 and rows["mix_round"] == 4210 + 180
         assert "inline rows" in crumbs(app)
-        await pilot.press("2", "e")  # the tree keeps the inline frame, marked, either way
+        await pilot.press("2", "right")  # the tree keeps the inline frame, marked, either way
         assert any("rotate_left (inlined)" in tree_line(app, y) for y in range(40))
         await pilot.press("i", "1")
         assert "rotate_left" not in {fn.label for fn in app.views.top_view.ordered}

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.events import DescendantFocus
@@ -39,6 +40,7 @@ from bpftop.tui.collect.snapshot_source import (
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.idle import idle_applies
 from bpftop.tui.model.snapshot import CallNode, Snapshot
+from bpftop.tui.model.tree_paths import HOT_MIN_PCT
 from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
@@ -85,9 +87,11 @@ class BpftopApp(SourceApp):
         completer: ProbeCompleter | None = None,
         baseline: Baseline | None = None,
         show_idle: bool = False,
+        hot_min_pct: float = HOT_MIN_PCT,
     ) -> None:
         """``baseline``: compare with it from the start (``bpftop diff``);
-        ``show_idle``: idle Python samples shown from the start (--idle)."""
+        ``show_idle``: idle Python samples shown from the start (--idle);
+        ``hot_min_pct``: the hot path opens no child under this share (--hot-min)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.interval_s = interval_s
@@ -96,11 +100,13 @@ class BpftopApp(SourceApp):
         self.shown: Snapshot | None = None
         self.paused = False
         self.show_lines = False
+        self.hot_min_pct = hot_min_pct
         self.state = ViewState()
         self.state.baseline = baseline
         self.state.show_idle = show_idle
         self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
         self.last_derived: Derived | None = None
+        self._derived_probe = ""  # the probe last_derived shows
         self.deriving: Background[Derived] = Background(self, "derive")
         self.writing: Background[int | OutputError] = Background(self, "write")
 
@@ -122,6 +128,7 @@ class BpftopApp(SourceApp):
     # -- source wiring --------------------------------------------------------
     def on_mount(self) -> None:
         self.views.tree_view.placeholder = placeholder_text(None)
+        self.views.tree_view.hot_min_pct = self.hot_min_pct
         self._refresh_crumbs()
         self.views.tree_view.focus()
         self.start_source()
@@ -164,10 +171,11 @@ class BpftopApp(SourceApp):
         With a filter or K/U active this walks the whole tree (seconds on a
         large profile), and grouping a large table by symbol takes tens of ms,
         so those are made on a worker; until it is done the views keep the last
-        one made."""
+        one made (never another probe's: none until the new probe's is made)."""
         if self.shown is None:
             return None
         snap, state = self.shown, self.state
+        probe = snap.stats.probe
         found = state.cached(snap.tree)
         by_symbol = snap.hot_by_symbol
         if found is None and state.cheap(snap.tree, by_symbol is not None):
@@ -177,24 +185,26 @@ class BpftopApp(SourceApp):
             found = self.deriving.submit(
                 (id(tree), wanted),
                 lambda: derive_view(tree, hot, *job, by_symbol=by_symbol),
-                lambda done: self._derive_done(tree, wanted, done),
+                lambda done: self._derive_done(tree, wanted, done, probe),
             )
             if found is not None:
                 state.remember(tree, wanted, found)
         if found is not None:
-            self.last_derived = found
-        return self.last_derived
+            self.last_derived, self._derived_probe = found, probe
+        return self.last_derived if self._derived_probe == probe else None
 
-    def _derive_done(self, tree: CallNode, wanted: Wanted, done: Derived) -> None:
+    def _derive_done(self, tree: CallNode, wanted: Wanted, done: Derived, probe: str) -> None:
         """A derived view made on the worker: remember it and show it."""
         self.state.remember(tree, wanted, done)
-        self.last_derived = done
+        self.last_derived, self._derived_probe = done, probe
         if self.shown is not None:
             self.show(self.shown)
 
     def render_view(self) -> None:
         """Redraw the view on screen from the shown snapshot and the view state."""
         derived = self._derived()
+        if derived is not None and self.state.zoom:
+            self.state.carry_zoom(derived.tree)
         self.views.draw(self.shown, derived, self.state, self.show_lines, self.thread)
         self._refresh_crumbs()
 
@@ -223,6 +233,8 @@ class BpftopApp(SourceApp):
         if isinstance(self.screen, ProbeDialog):  # Tab is the app's; in the dialog it completes
             self.screen.action_take_first()
             return
+        if self.search_input.has_class("open"):
+            return  # the search box owns the keys until it is closed
         self.action_show_view((self.views.index + step) % len(VIEWS))
 
     def on_call_tree_view_activated(self, message: CallTreeView.Activated) -> None:
@@ -263,7 +275,9 @@ class BpftopApp(SourceApp):
         box.add_class("open")
         box.focus()
 
-    def on_input_submitted(self, message: Input.Submitted) -> None:
+    @on(Input.Submitted, "#search")
+    def search_submitted(self, message: Input.Submitted) -> None:
+        """Enter in the search box (only there: a dialog's own box is its own)."""
         error = self.state.set_search(message.value.strip())
         if error is not None:
             self.notify(error, title="search", severity="error")

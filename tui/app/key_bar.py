@@ -64,6 +64,8 @@ class KeyBar(Static):
                 continue
             seen.add(binding.action)
             shown.append(binding)
+        shown.sort(key=lambda binding: binding.action != "help")  # ? Help first: never cut off
+        for binding in shown:
             display[binding.key] = binding.key_display or self.app.get_key_display(binding)
         key_style = self.get_component_rich_style("keybar--key", partial=True)
         return key_bar_text(shown, display, key_style)

@@ -46,7 +46,7 @@ APP_BINDINGS: list[BindingType] = [
     Binding("K", "only_frames('user')", "User only", show=False),
     Binding("U", "only_frames('kernel')", "Kernel only", show=False),
     Binding("P", "only_frames('python')", "Python only", show=False),
-    Binding("G", "toggle_python_functions", "Python by function", show=False),
+    Binding("G", "toggle_python_functions", "Python by line", show=False),
     Binding("I", "toggle_idle", "Idle", show=False),
     Binding("r", "reset", "Reset"),
     Binding("m", "cycle_time_mode", "Time mode"),
@@ -131,7 +131,8 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     ),
     KeyHelp(
         "toggle_python_functions",
-        "Python frames by function, `QUALNAME (FILE)` (again: by line, `QUALNAME (FILE:LINE)`)",
+        "Python frames by line, `QUALNAME (FILE:LINE)` (again: by function, `QUALNAME (FILE)`, "
+        "the default, as in py-spy top)",
     ),
     KeyHelp(
         "toggle_idle",

@@ -69,6 +69,7 @@ class ProbeDialog(ModalScreen[str | None]):
         self.query_one("#spec", Input).focus()
 
     def on_input_changed(self, message: Input.Changed) -> None:
+        message.stop()  # the dialog's own: nothing behind it acts on its text
         text = message.value.strip()
         self._show_choices(self.completer.complete(text) if text else self.used)
         self._judge(text)
@@ -91,6 +92,7 @@ class ProbeDialog(ModalScreen[str | None]):
         options.add_options(list(choices))
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        message.stop()
         self._set(str(message.option.prompt))
 
     def action_take_first(self) -> None:
@@ -112,6 +114,7 @@ class ProbeDialog(ModalScreen[str | None]):
         field.focus()
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()  # a spec, not a search: the app's search box never sees it
         text = message.value.strip()
         if text and not self.completer.check(text):
             self.dismiss(text)

@@ -124,9 +124,9 @@ class ViewSwitcher(ContentSwitcher):
         if view == "top":
             self.top_view.set_baseline(state.baseline)
             self.top_view.set_options(match=match, show_lines=show_lines)
-            if derived is not None:
-                unit = shown.weight_unit if shown is not None else ""
-                self.top_view.update_functions(derived.hot, tree.total_count, unit=unit)
+            unit = shown.weight_unit if shown is not None else ""
+            hot = derived.hot if derived is not None else ()  # None: being made (a new probe's)
+            self.top_view.update_functions(hot, tree.total_count, unit=unit)
         elif view == "tree":
             self._draw_tree(tree, state, show_lines, placeholder_text(shown))
         elif view == "callers":

@@ -75,6 +75,17 @@ def seconds_arg(most_s: float | None, least_s: float = 0.0) -> Callable[[str], f
     return seconds
 
 
+def percent_arg(text: str) -> float:
+    """A share in percent: a finite number from 0 to 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid percentage: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text}: give a percentage from 0 to 100")
+    return value
+
+
 def probe_arg(text: str) -> str:
     """A ``--probe`` value: not empty (an empty spec is not the default probe)."""
     if not text.strip():
@@ -216,6 +227,14 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         default=1.0,
         metavar="SECONDS",
         help=f"refresh interval (default 1, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g})",
+    )
+    live.add_argument(
+        "--hot-min",
+        type=percent_arg,
+        default=1.0,
+        metavar="PCT",
+        help="the call tree's hot path (opened at start and by e) opens no frame under "
+        "PCT%% of all samples (default 1)",
     )
     live.add_argument("--version", action="version", version=f"bpftop {VERSION}")
     record = Parser(

@@ -41,7 +41,13 @@ def run_live(args: argparse.Namespace) -> int:
     shutdown.launched = getattr(args, "launched", None)
     completer = ProbeCompleter(pids=[collector.pid] if collector.pid else [])
     show_idle = getattr(args, "idle", False)
-    app = BpftopApp(collector, interval_s=args.interval, completer=completer, show_idle=show_idle)
+    app = BpftopApp(
+        collector,
+        interval_s=args.interval,
+        completer=completer,
+        show_idle=show_idle,
+        hot_min_pct=getattr(args, "hot_min", 1.0),
+    )
     apps.append(app)
     if shutdown.signum is not None:
         app.request_exit()

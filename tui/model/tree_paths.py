@@ -3,7 +3,8 @@
 A ``NodePath`` (``views``) is the sibling keys from a tree's top down to a
 node; the views keep their zoom, cursor and expanded rows as paths, so they
 survive every new snapshot. ``node_at`` follows a path, ``chain_to`` cuts
-the branch down to one (what ``w`` exports of a zoom), ``compile_search``
+the branch down to one (what ``w`` exports of a zoom), ``hot_chain`` the
+hottest path below a node as far as it is worth opening, ``compile_search``
 makes the ``/`` regex, and ``next_match`` steps through the matches in
 display order, visiting only the subtrees that lead to one
 (``views.leads_to_match``). No Textual here.
@@ -14,8 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from bpftop.symbols.python_code import function_label
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.store import LiveNode
+from bpftop.tui.model.store import LiveNode, NodeKey
 from bpftop.tui.model.views import Match, NodePath, leads_to_match
 
 
@@ -30,6 +32,66 @@ def node_at(tree: CallNode, path: NodePath) -> CallNode | None:
         else:
             return None
     return node
+
+
+HOT_MIN_PCT = 1.0
+"""The hot path never opens a child under this share of the total (``--hot-min``)."""
+HOT_OF_PARENT = 0.1
+"""... nor a child under this fraction of its parent."""
+
+
+def hot_chain(
+    node: CallNode, total: int, min_pct: float = HOT_MIN_PCT, of_parent: float = HOT_OF_PARENT
+) -> NodePath:
+    """The keys from ``node`` down its hottest children, stopping where a step is
+    not worth taking (as perf report's call-chain threshold does): at a node whose
+    own samples outweigh its hottest child, or before a child under ``min_pct``
+    percent of ``total`` or under ``of_parent`` of its parent's samples."""
+    path: list[NodeKey] = []
+    while node.has_children:
+        child = node.children[0]  # hottest first
+        if (
+            node.self_count > child.total_count
+            or 100 * child.total_count < min_pct * total
+            or child.total_count < of_parent * node.total_count
+        ):
+            break
+        path.append(child.key)
+        node = child
+    return tuple(path)
+
+
+def by_function(key: NodeKey) -> NodeKey:
+    """A Python frame's key without its line (``QUALNAME (FILE)``); others as they are."""
+    label, module, kernel = key
+    return (function_label(label, module), module, kernel)
+
+
+def regrouped_path(tree: CallNode, path: NodePath) -> NodePath | None:
+    """``path`` in ``tree`` where Python frames may be grouped the other way (by
+    line or by function), or None: each step goes to a child of the same key, else
+    of the same function (the hottest line of it that leads on to the rest)."""
+    found: list[NodeKey] = []
+    pending = [iter(_same_code(tree, path[0]))] if path else []
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            if found:
+                found.pop()
+            continue
+        found.append(step.key)
+        if len(found) == len(path):
+            return tuple(found)
+        pending.append(iter(_same_code(step, path[len(found)])))
+    return None
+
+
+def _same_code(node: CallNode, key: NodeKey) -> list[CallNode]:
+    """The children of ``node`` of ``key``, or of its function (hottest first)."""
+    exact = [c for c in node.children if c.key == key]
+    want = by_function(key)
+    return exact or [c for c in node.children if by_function(c.key) == want]
 
 
 def chain_to(tree: CallNode, path: NodePath) -> CallNode:

@@ -110,6 +110,8 @@ def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
     """
     live = array_tree(tree)
     stacks = np.flatnonzero(live.self_count > 0)
+    if not len(stacks):
+        return _empty(tree)
     cells = ancestors(live, stacks)  # node ids, root first, -1 past the end
     kept = cells >= 0
     kept[:, 2:] &= key_mask(live, keep)[np.maximum(cells[:, 2:], 0)]
@@ -136,12 +138,19 @@ def rename_frames(tree: CallNode, rename: Callable[[NodeKey], NodeKey]) -> LiveN
         len(live.keys),
     )
     stacks = np.flatnonzero(live.self_count > 0)
+    if not len(stacks):
+        return _empty(tree)
     cells = ancestors(live, stacks)
     paths = np.where(cells >= 0, new_ids[live.key_id[np.maximum(cells, 0)]], -1).astype(np.int32)
     merged = merge_paths(paths, live.self_count[stacks])
     origin = cells[merged.row, merged.column]
     flags = live.flags[origin] & ~np.uint8(FIRST_OF_FUNCTION) | first_of_function(paths, merged, 2)
     return merged_root(merged, flags, list(renamed), renamed, sources_from(live, origin, 0))
+
+
+def _empty(tree: CallNode) -> LiveNode:
+    """A tree without samples (a probe that has not fired yet): its root alone."""
+    return array_tree(CallNode(tree.label)).root()
 
 
 def hot_from_tree(tree: CallNode, limit: int | None = None) -> tuple[HotFunction, ...]:

@@ -14,13 +14,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bpftop.symbols.python_code import function_label, is_python_frame
+from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.idle import drop_idle, has_idle
 from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import chain_to, compile_search, node_at
+from bpftop.tui.model.tree_paths import (
+    by_function,
+    chain_to,
+    compile_search,
+    node_at,
+    regrouped_path,
+)
 from bpftop.tui.model.views import (
     Match,
     NodePath,
@@ -80,7 +86,8 @@ def derive_view(
     if hidden:
         job = (frames, match, inline_rows, python_functions, True)
         return _with_idle(derive_view(shown, (), *job), hidden)
-    shown = rename_frames(tree, _by_function) if python_functions else tree
+    regroup = python_functions and has_python_lines(tree)
+    shown = rename_frames(tree, by_function) if regroup else tree
     keep = FRAME_FILTERS[frames]
     shown = keep_frames(shown, keep) if keep is not None else shown
     if match is not None:
@@ -92,14 +99,31 @@ def derive_view(
     return Derived(shown, hot if shown is tree else hot_from_tree(shown, 500))
 
 
+_LINES_SCANNED: dict[int, tuple[list[NodeKey], int, bool]] = {}
+"""Per key list (append-only, shared by a profile's snapshots): keys looked at, and
+whether one had a line. Holding the list keeps its id from being reused."""
+
+
+def has_python_lines(tree: CallNode) -> bool:
+    """Whether grouping Python frames by function changes anything: a key with a line.
+    The tree's distinct keys are looked at, not its nodes, and a profile's keys
+    (append-only) only once each, so a tick costs its new keys."""
+    keys = array_tree(tree).keys
+    held, scanned, found = _LINES_SCANNED.get(id(keys), (keys, 0, False))
+    if held is not keys:
+        scanned, found = 0, False
+    if not found and scanned < len(keys):
+        found = any(by_function(key) != key for key in keys[scanned:])
+    _LINES_SCANNED.pop(id(keys), None)
+    _LINES_SCANNED[id(keys)] = (keys, len(keys), found)
+    while len(_LINES_SCANNED) > 8:
+        del _LINES_SCANNED[next(iter(_LINES_SCANNED))]
+    return found
+
+
 def _with_idle(derived: Derived, hidden: int) -> Derived:
     hot = derived.hot or hot_from_tree(derived.tree, 500)
     return Derived(derived.tree, hot, hidden)
-
-
-def _by_function(key: NodeKey) -> NodeKey:
-    label, module, kernel = key
-    return (function_label(label, module), module, kernel)
 
 
 class ViewState:
@@ -115,7 +139,7 @@ class ViewState:
         self.baseline: Baseline | None = None
         self.frames = "all"
         self.inline_rows = False  # the function table: inline frames as rows of their own
-        self.python_functions = False  # Python frames by function, not by line
+        self.python_functions = True  # Python frames by function (py-spy top's), not by line
         self.show_idle = False  # idle samples shown (tui/model/idle.py; --idle, I)
         self.idle_applies = False  # the shown probe's samples can be idle (offcpu)
         self.idle_hidden = 0  # what the last derived view left out as idle
@@ -138,6 +162,15 @@ class ViewState:
             return False
         self.zoom.pop()
         return True
+
+    def carry_zoom(self, tree: CallNode) -> None:
+        """Zoom paths gone from ``tree`` that are in it with Python frames grouped
+        the other way (``G``) follow the regrouping."""
+        for n, path in enumerate(self.zoom):
+            if node_at(tree, path) is None:
+                moved = regrouped_path(tree, path)
+                if moved is not None and len(moved) == len(path):
+                    self.zoom[n] = moved
 
     def breadcrumb(self, tree: CallNode) -> list[str]:
         """Labels from the root to the zoomed node (as far as it still exists)."""
@@ -205,7 +238,7 @@ class ViewState:
     def plain(self) -> bool:
         """True when the views show the snapshot as it is (deriving costs nothing)."""
         searched = self.filtering and self.match is not None
-        return self.frames == "all" and not searched and not self.python_functions
+        return self.frames == "all" and not searched
 
     def cheap(self, tree: CallNode, grouped: bool = False) -> bool:
         """True when deriving ``tree`` for the current choices costs next to nothing,
@@ -213,6 +246,8 @@ class ViewState:
         that needs no grouping by symbol (``i``, ``grouped``: the snapshot has it,
         or no inline frames) or a small tree."""
         if not self.keep_idle and has_idle(tree):
+            return False
+        if self.python_functions and has_python_lines(tree):
             return False
         if not self.plain or self.inline_rows or grouped:
             return self.plain

@@ -73,6 +73,6 @@ class CallersView(CallTreeView):
             return
         self._built_for = (tree, key)
         self.set_placeholder(f"no samples of {key[0]}")
-        if result.children and (self.cursor_path is None or self.cursor_path[0] != key):
+        if result.children and (not self.cursor_path or self.cursor_path[0] != key):
             self._open_to((result.children[0].key,))  # a new function: select it, same rebuild
         self.set_tree(result)

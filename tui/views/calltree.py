@@ -5,9 +5,11 @@ flattened along expanded nodes into a row list, and ``render_line`` draws
 the rows in view. Expansion state and the cursor are keyed by node path
 (the sibling keys from the top), so both survive every new snapshot.
 
-The tree opens on the hottest path, expanded, and follows it (re-opened on
-each new snapshot, the cursor on its hottest leaf) until the user moves the
-cursor, expands or collapses anything, zooms, or selects from another view.
+The tree opens on the hottest path (``tree_paths.hot_chain``: as far as a
+step is worth taking), the cursor on its end, and keeps that path open on each
+new snapshot until the user moves the cursor, expands or collapses anything,
+zooms, or selects from another view. Fresh data never moves the cursor: only
+a selection that is gone (a probe switch, a reset) is placed again.
 """
 
 from __future__ import annotations
@@ -23,17 +25,29 @@ from textual.message import Message
 from bpftop.tui.model.flame import is_unnamed
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import node_at
+from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
 from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
 MODULE_WIDTH = 26
+LABEL_FIRST = 48
+"""Cells names get before the module column gets any (it takes what is left, up to
+``MODULE_WIDTH``; under ``MODULE_MIN`` cells it is left out)."""
+MODULE_MIN = 6
 
 
 def module_name(module: str) -> str:
     """A module's display name (the basename of a file path)."""
     return module.rsplit("/", 1)[-1] if module.startswith("/") else module
+
+
+def _carried(tree: CallNode, path: NodePath) -> NodePath:
+    """``path``, or where it is in ``tree`` with Python frames grouped the other way."""
+    if node_at(tree, path) is not None:
+        return path
+    moved = regrouped_path(tree, path)
+    return moved if moved is not None and len(moved) == len(path) else path
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +100,8 @@ class CallTreeView(RowsView):
         self.open_depth = 1
         self.following_hot = True
         """Re-open the hottest path on every new tree, until the user takes over."""
+        self.hot_min_pct = HOT_MIN_PCT
+        """The hot path opens no child under this share of the whole tree (percent)."""
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
 
@@ -122,6 +138,7 @@ class CallTreeView(RowsView):
         """Show a new tree (zoomed to ``root_path``); expansion and selection are
         kept, or the selection follows the function ``follow`` asked for."""
         self._tree = tree
+        self._carry_paths(tree)
         self._root_path = root_path if node_at(tree, root_path) is not None else ()
         key, self._follow = self._follow, None
         if key is not None and self.selected_key() != key:
@@ -130,11 +147,30 @@ class CallTreeView(RowsView):
             if found is not None:
                 self._open_to(self._root_path + found)
         elif self.following_hot:
-            self._expanded.clear()  # only the last hot path was opened: the user opened nothing
             zoom = node_at(tree, self._root_path)
             if zoom is not None and zoom.children:
-                self._cursor_path = self._open_hot_path(zoom, self._root_path)
+                self._expanded.clear()  # only hot paths were opened: the user opened nothing
+                hot = self._open_hot_path(zoom, self._root_path)
+                selected = self._cursor_path
+                if not selected or node_at(tree, selected) is None:
+                    self._cursor_path = hot  # the first data, or the selection is gone
+                else:
+                    self._open_to(selected)  # the selection stays where it is, and shown
         self._rebuild()
+
+    def _carry_paths(self, tree: CallNode) -> None:
+        """Paths gone from ``tree`` whose frames are in it grouped the other way
+        (Python frames by line or by function, ``G``) are carried over, so a
+        regrouping keeps the expanded rows and the cursor on the same code."""
+        carried: dict[NodePath, bool] = {}
+        for path, on in self._expanded.items():
+            carried.setdefault(_carried(tree, path), on)
+        cursor = self._cursor_path
+        if cursor and cursor != (moved := _carried(tree, cursor)):
+            self._cursor_path = moved
+            for n in range(1, len(moved)):  # shown where it was: under its open callers
+                carried[moved[:n]] = True
+        self._expanded = carried
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         """Search highlighting and the file:line column."""
@@ -259,21 +295,22 @@ class CallTreeView(RowsView):
         """Expand from the selected node (or the top) along the hottest children."""
         self.following_hot = False
         row = self._current()
-        node, path = (row.node, row.path) if row is not None else (self._tree, ())
-        self._cursor_path = self._open_hot_path(node, path)
+        if row is None:
+            return  # no rows: nothing to open
+        self._cursor_path = self._open_hot_path(row.node, row.path)
         self._rebuild()
 
     def _open_hot_path(self, node: CallNode, path: NodePath) -> NodePath:
-        """Expand ``node`` (at ``path``) and its hottest child, and theirs, down
-        to a leaf; the leaf's path. The synthetic root is never a row."""
-        if not path and node.children:
-            node = node.children[0]
-            path = (node.key,)
-        while node.children:
-            self._expanded[path] = True
-            node = node.children[0]
-            path = (*path, node.key)
-        return path
+        """Expand ``node`` (at ``path``) and its hottest child, and theirs, as far
+        as ``hot_chain`` goes (shares of the whole tree); the path of its end.
+        The synthetic root is never a row: from it, the first process at least."""
+        chain = hot_chain(node, max(1, self._tree.total_count), self.hot_min_pct)
+        if not path and not chain and node.children:
+            chain = (node.children[0].key,)
+        for n in range(len(chain)):
+            if path or n:
+                self._expanded[(*path, *chain[:n])] = True
+        return (*path, *chain)
 
     # -- rendering ------------------------------------------------------------
     def row_line(self, index: int, width: int) -> Line:
@@ -285,8 +322,9 @@ class CallTreeView(RowsView):
         extra = self.decorate(node, row.path) if self.decorate is not None else None
         if extra is not None:
             line.extend(extra)
-        module_width = min(MODULE_WIDTH, max(0, width - line.cells - 20))
-        label_width = max(1, width - line.cells - module_width - 1)
+        module_width = min(MODULE_WIDTH, max(0, width - line.cells - LABEL_FIRST - 1))
+        module_width = module_width if module_width >= MODULE_MIN else 0
+        label_width = max(1, width - line.cells - module_width - (1 if module_width else 0))
         line.extend(self._label(row).cut(label_width))
         if module_width:
             line.add_fit(

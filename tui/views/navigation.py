@@ -43,7 +43,7 @@ def breadcrumb_text(
     """``1 Top  2 Tree ...  │ all › proc › main  │ /regex/ filter``."""
     text = Text(no_wrap=True, overflow="ellipsis")
     busy = bool(state.zoom or state.pattern or show_lines or state.baseline)
-    busy = busy or state.frames != "all" or state.inline_rows or state.python_functions
+    busy = busy or state.frames != "all" or state.inline_rows or not state.python_functions
     for n, name in enumerate(names):
         if n == current:
             text.append(f" {n + 1} {name} ", "bold reverse")
@@ -73,9 +73,9 @@ def breadcrumb_text(
     if state.inline_rows:
         text.append("  │ ", "dim")
         text.append("inline rows", "bold green")
-    if state.python_functions:
+    if not state.python_functions:
         text.append("  │ ", "dim")
-        text.append("Python by function", "bold cyan")
+        text.append("Python by line", "bold cyan")
     if show_lines:
         text.append("  │ file:line", "dim")
     return text

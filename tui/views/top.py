@@ -135,6 +135,8 @@ class TopView(RowsView):
         self._stale = False
         self._rows = sort_hot(self._hot, self.sort_column, self.descending)[:MAX_ROWS]
         self._cursor = self._index_of(self._selected) if self._selected is not None else 0
+        if self._selected is None and self._rows:
+            self._selected = fn_key(self._rows[0])  # fresh data never moves the selection
         self.rows_changed()
 
     def _index_of(self, key: NodeKey | None) -> int:
