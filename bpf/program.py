@@ -210,7 +210,9 @@ class CpuSampler:
         failure: Exception | None = None
         with LIBBCC_LOCK, capture_stderr() as log:
             try:
-                self._bpf = instantiate(image, bcc)
+                # TRACEPOINT_PROBE(sched, sched_switch) is offcpu's: attached by it only
+                # (attached and detached at once, it cost every load ~70 ms of RCU wait).
+                self._bpf = instantiate(image, bcc, detached=(b"sched:sched_switch",))
                 source = self.source.read_text()  # which walkers the program calls:
                 walker, python = self.unwind != "fp" and calls_walker(source), calls_python(source)
                 self._copies = ProbeCopies(self._bpf, bcc.BPF, walker, python, self.copies_ahead)
@@ -235,9 +237,6 @@ class CpuSampler:
         for name, kind in COMPILED_HANDLERS:
             bpf.load_func(name, getattr(bcc.BPF, kind))
         load_slot_copies(bpf, bcc.BPF, COMPILED_HANDLERS)
-        # BCC attached TRACEPOINT_PROBE(sched, sched_switch) on load; offcpu attaches it.
-        if b"sched:sched_switch" in bpf.tracepoint_fds:
-            bpf.detach_tracepoint(b"sched:sched_switch")
         control = self._bpf[b"control"]
         control[ct.c_int(CONTROL_ALL_PROCESSES)] = ct.c_uint32(int(self.system_wide))
         control[ct.c_int(CONTROL_FOLLOW_CHILDREN)] = ct.c_uint32(int(self.follow_children))

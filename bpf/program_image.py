@@ -310,18 +310,20 @@ class ImageCache:
                 old.unlink()
 
 
-def instantiate(image: ProgramImage, bcc: Any) -> Any:
+def instantiate(image: ProgramImage, bcc: Any, detached: tuple[bytes, ...] = ()) -> Any:
     """A ``bcc.BPF`` object of ``image``: its maps created now, its functions
     loaded when asked for; ``tracepoint__CAT__NAME`` functions loaded and
-    attached, as BCC does after a compile. Raises OSError when a map cannot be
-    created or the kernel refuses one of those functions."""
+    attached, as BCC does after a compile, but for the ``detached`` tracepoints
+    (``CAT:NAME``: loaded only). Raises OSError when a map cannot be created or
+    the kernel refuses one of those functions."""
     bpf = _image_class(bcc)(image)
     try:
         for name in image.functions:
             if name.startswith(b"tracepoint__"):
                 bpf.load_func(name, bcc.BPF.TRACEPOINT)
                 event = name[len(b"tracepoint__") :].replace(b"__", b":")
-                bpf.attach_tracepoint(tp=event, fn_name=name)
+                if event not in detached:
+                    bpf.attach_tracepoint(tp=event, fn_name=name)
     except BaseException:
         bpf.cleanup()
         raise
