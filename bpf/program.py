@@ -28,7 +28,7 @@ from bpftop.bpf.environment import (
     import_bcc,
     kernel_source,
 )
-from bpftop.bpf.errors import BpfLoadError, BpftopError
+from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -152,14 +152,6 @@ class CpuSampler:
     def compile_inputs(self) -> tuple[str, list[str]]:
         """The program text and the compiler flags BCC is given (``bench/compile_bench.py``)."""
         return source_text(self.source, self.unwind), compiler_flags(self.defines)
-
-    def must_compile(self) -> bool:
-        """Whether :meth:`load` has to compile: no image of this program on disk
-        (or no way to tell: then :meth:`load` raises why)."""
-        try:
-            return self._find_image()[2] is None
-        except (BpftopError, OSError):
-            return True
 
     def _find_image(self) -> tuple[ImageCache, str, ProgramImage | None]:
         """(the image cache, this program's key there, its image if kept); read once."""

@@ -87,9 +87,6 @@ class BrokenSampler:
     loaded = False
     unwind = "fp"
 
-    def must_compile(self) -> bool:
-        return True
-
     def load(self) -> None:
         raise KeyError("injected in load")
 

@@ -209,10 +209,7 @@ class Collector:
             feed = self._start_early()
             # Unwind tables (every target's; -a: busy and sampled ones') are built while BPF loads.
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
-            self._loading = BackgroundLoad(
-                self._load, self._sampler.close, self._wake.set,
-                yielding=self._sampler.must_compile(),  # an image loads in ~0.3 CPU-s
-            )  # fmt: skip
+            self._loading = BackgroundLoad(self._load, self._sampler.close, self._wake.set)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
             self._stacks.python.check_early(self._targets)  # a refused Python: said now

@@ -220,25 +220,17 @@ class BackgroundLoad:
     The load runs at a lower priority (the target and the early sampler come
     first, see niceness; at most ``YIELD_S``) until someone :meth:`wait`\ s for it: then it is in
     the way (a collector with no early sampler, a record ending) and runs at
-    the process's priority; a load that does not compile (``yielding`` False:
-    the program's image is on disk, ~0.3 CPU-s) runs at it from the start.
-    (Niced to the end, a 1 s ``record -p`` on a VM kept busy by other jobs
-    wrote its file after 18.2 s instead of 8.7 s.)
+    the process's priority. (Niced to the end, a 1 s ``record -p`` on a VM kept
+    busy by other jobs wrote its file after 18.2 s instead of 8.7 s.)
     """
 
     def __init__(
-        self,
-        load: Callable[[], None],
-        close: Callable[[], None],
-        on_done: Callable[[], None],
-        yielding: bool = True,
+        self, load: Callable[[], None], close: Callable[[], None], on_done: Callable[[], None]
     ) -> None:
         self._load, self._close, self._on_done = load, close, on_done
         self._lock = threading.Lock()
         self._abandoned = False
         self._yielding = Yielding()  # the helper's priority
-        if not yielding:
-            self._yielding.hurry()
         self.error: BaseException | None = None
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bpftop-compile", daemon=True)
