@@ -5,13 +5,15 @@
  * rewrites map calls only in its main file), so struct sample_key and
  * count_user_stack() are in scope; bpftop.bpf.c declares python_user_stack()
  * ahead. For a process user space described in python_procs (bpf/python_walk.py),
- * python_user_stack() finds the sampled thread's own PyThreadState (3.11:
- * glibc's thread-specific data, pthread_getspecific(autoTSSkey) for a key
- * below 32 is *(fsbase + PY_TSS_BASE + 16 * key + 8); 3.13+: the thread-local
- * _Py_tss_tstate, at fsbase + offset in the executable's static TLS, or at an
- * offset into a shared libpython's block, dtv[module] with glibc's dtv at
- * fsbase + 8; fsbase is task->thread.fsbase, at an offset user space reads
- * from the kernel's BTF), then tail-calls python_walk, which follows the
+ * python_user_stack() finds the sampled thread's own PyThreadState (the
+ * gilstate TSS key's slot in glibc's thread-specific data,
+ * pthread_getspecific(autoTSSkey) for a key below 32 is *(fsbase +
+ * PY_TSS_BASE + 16 * key + 8): bound to the thread even while it has let go
+ * of the GIL; else, 3.13+, the thread-local _Py_tss_tstate, set only while
+ * the thread is attached, at fsbase + offset in the executable's static TLS
+ * or at an offset into a shared libpython's block, dtv[module] with glibc's
+ * dtv at fsbase + 8; fsbase is task->thread.fsbase, at an offset user space
+ * reads from the kernel's BTF), then tail-calls python_walk, which follows the
  * current frame (tstate->cframe->current_frame in 3.11,
  * tstate->current_frame in 3.13+) and each _PyInterpreterFrame's `previous`,
  * PY_FRAMES_PER_CALL frames per call, recording (code object, instruction

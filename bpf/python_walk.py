@@ -52,7 +52,7 @@ _FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
 class PythonProcess:
     """python.bpf.c's ``struct python_proc``, field for field (its comments say
     what each is): where the thread's own state is (``tss_key_addr``, the
-    address of 3.11's ``autoTSSkey``, or 0 and the thread-local's
+    address of the gilstate ``autoTSSkey``, or 0 and the thread-local's
     ``tls_module``/``tls_offset``), the GIL's holder and locked flag, and
     offsets and word indices into the walker's 80-byte reads of a frame and of
     a code object."""

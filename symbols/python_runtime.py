@@ -7,9 +7,10 @@ from its ELF symbols and load address, ``_PyRuntime``; from its memory,
 ``Py_Version`` and the layout (:mod:`bpftop.symbols.python_layout`): 3.11's
 own table, self-checked against ``PyCode_Type``'s size and member offsets;
 3.13 and 3.14's from the target's ``_Py_DebugOffsets``, checked the same
-way. Where the thread's own state is: 3.11's gilstate TSS key
-(``autoTSSkey``), or 3.13+'s thread-local ``_Py_tss_tstate`` at a fixed
-offset from the thread pointer (the executable's static TLS). The answer is
+way. Where the thread's own state is: the gilstate TSS key
+(``autoTSSkey``: 3.11's at a known offset, 3.13+'s decoded from
+``PyGILState_GetThisThreadState``), else 3.13+'s thread-local
+``_Py_tss_tstate`` (set only while the thread holds the GIL). The answer is
 a value: :class:`PythonRuntime`, :class:`PythonRefused` (a Python bpftop
 cannot verify: one line naming what was found; native stacks go on) or None
 (not Python). Results are cached by file identity.
@@ -35,7 +36,7 @@ from bpftop.symbols.python_layout import (
     PythonLayout,
     parse_debug_offsets,
 )
-from bpftop.symbols.python_tls import TlsAccess, tls_access
+from bpftop.symbols.python_tls import TlsAccess, tls_access, tss_key_offset
 
 PROC_ROOT = "/proc"
 _INTERPRETER = re.compile(r"(?:^|/)(?:python3\.\d+[a-z]*|libpython3\.\d+[a-z]*\.so[.\d]*)$")
@@ -45,8 +46,12 @@ SYMBOLS = (
     "PyCode_Type",
     "_PyEval_EvalFrameDefault",
     "PyThreadState_GetUnchecked",  # 3.13+: reads _Py_tss_tstate, decoded for its TLS offset
+    "PyGILState_GetThisThreadState",  # 3.13+: reads autoTSSkey, decoded for its offset
 )
-VERSION_SYMBOLS = ("PyThreadState_GetUnchecked",)  # not looked for in .symtab when missing
+VERSION_SYMBOLS = (
+    "PyThreadState_GetUnchecked",
+    "PyGILState_GetThisThreadState",
+)  # not looked for in .symtab when missing
 EVAL_PART = "_PyEval_EvalFrameDefault.part"  # pseudo-symbols: eval_ranges' parts
 # The types python_objects checks every object it reads against (all in .dynsym).
 TYPE_SYMBOLS = ("PyDict_Type", "PyUnicode_Type", "PyLong_Type", "PyModule_Type", "PyType_Type")
@@ -86,6 +91,7 @@ class PythonRuntime:
     types: ObjectTypes = ObjectTypes()
     layout: PythonLayout = LAYOUT_311
     tls: TlsAccess | None = None
+    tss_key: int = 0  # &autoTSSkey when known (3.11: always; 3.13+: decoded)
     gil_holder: int = 0
     gil_locked: int = 0
     # The eval loop's parts (the hot one first, then its cold parts): a native
@@ -97,8 +103,8 @@ class PythonRuntime:
 
     @property
     def tss_key_addr(self) -> int:
-        """3.11's &_PyRuntime.gilstate.autoTSSkey; 0 where the thread-local is used."""
-        return 0 if self.tls is not None else self.runtime_addr + AUTO_TSS_KEY
+        """&_PyRuntime's gilstate TSS key; 0 where the thread-local is used."""
+        return self.tss_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,15 +214,20 @@ def _check(
                 minor = 0
     runtime = symbols["_PyRuntime"] + bias
     tls: TlsAccess | None = None
+    tss_key = 0
     if minor == 11:
         layout: PythonLayout | str = LAYOUT_311
         gil_holder, gil_locked = runtime + LAYOUT_311.gil_holder, 0
+        tss_key = runtime + AUTO_TSS_KEY
     elif minor in (13, 14):
         layout = _debug_layout(reader, runtime, minor)
+        tss_key = _tss_key(reader, symbols, bias, runtime)
+        # The thread-local (the thread's state only while it holds the GIL):
+        # used when the key is not found.
         found = _thread_state_tls(reader, symbols, bias)
-        if isinstance(found, str):
+        if isinstance(found, str) and not tss_key:
             return _refused(pid, path, version, found)
-        tls = found
+        tls = None if isinstance(found, str) else found
         gil_holder, gil_locked = _gil_addresses(reader, runtime, layout)
     else:
         return _refused(pid, path, version, f"only {SUPPORTED} are supported")
@@ -242,6 +253,7 @@ def _check(
         types,
         layout,
         tls,
+        tss_key,
         gil_holder,
         gil_locked,
         tuple(eval_ranges),
@@ -268,6 +280,22 @@ def _thread_state_tls(reader: _Memory, symbols: dict[str, int], bias: int) -> Tl
         return "PyThreadState_GetUnchecked unreadable"
     found = tls_access(code, accessor + bias, reader.u64)
     return found if found is not None else "the thread state's TLS access is not one bpftop reads"
+
+
+def _tss_key(reader: _Memory, symbols: dict[str, int], bias: int, runtime: int) -> int:
+    """&_PyRuntime's gilstate TSS key (3.13+), decoded from
+    PyGILState_GetThisThreadState and checked: initialized, a key glibc keeps
+    in the thread's first block (below 32). 0 when not found so."""
+    accessor = symbols.get("PyGILState_GetThisThreadState")
+    code = reader.read(accessor + bias, 32) if accessor is not None else None
+    if accessor is None or code is None:
+        return 0
+    offset = tss_key_offset(code, accessor + bias, runtime, reader.u64)
+    key = reader.read(runtime + offset, 8) if offset is not None and 0 < offset < 1 << 20 else None
+    if offset is None or key is None:
+        return 0
+    initialized, number = struct.unpack("<iI", key)
+    return runtime + offset if initialized == 1 and number < 32 else 0
 
 
 def _gil_addresses(reader: _Memory, runtime: int, layout: PythonLayout | str) -> tuple[int, int]:

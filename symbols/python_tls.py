@@ -18,6 +18,15 @@ where it is:
   loaded at start-up has its block set for every thread).
 
 ``fsbase`` is the thread pointer the kernel keeps (``task->thread.fsbase``).
+
+That variable is NULL while the thread has let go of the GIL (a blocking
+call, ``time.sleep``, hashing): CPython 3.13+ detaches the thread state
+then. The gilstate TSS key (``_PyRuntime.autoTSSkey``, a ``Py_tss_t``:
+``{int initialized; unsigned key}``) keeps it bound to the thread all along,
+so :func:`tss_key_offset` finds that key's place in ``_PyRuntime`` from
+``PyGILState_GetThisThreadState`` (also exported), which starts by testing
+it: ``cmpl $0, KEY(%rip)`` in an executable, or ``mov GOT(%rip), %rax``
+(``&_PyRuntime``) then ``lea DISP(%rax), %reg`` in a shared libpython.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ MOV_FS_ABS = bytes.fromhex("64488b0425")  # mov %fs:disp32, %rax
 MOV_GOT_RAX = bytes.fromhex("488b05")  # mov rel32(%rip), %rax
 MOV_FS_RAX = bytes.fromhex("64488b00")  # mov %fs:(%rax), %rax
 LEA_GOT_RDI = bytes.fromhex("66488d3d")  # data16 lea rel32(%rip), %rdi (the TLS GD sequence)
+CMPL_RIP_0 = bytes.fromhex("833d")  # cmpl $imm8, rel32(%rip)
+PUSH_RBX = b"\x53"
+LEA_DISP_RAX = bytes.fromhex("488d")  # lea disp32(%rax), %reg: ModRM 0x80 | reg << 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,4 +77,26 @@ def tls_access(code: bytes, addr: int, read_u64: Callable[[int], int | None]) ->
         if not module or offset is None or module > 0xFFFF:
             return None
         return TlsAccess(module, offset)
+    return None
+
+
+def tss_key_offset(
+    code: bytes, addr: int, runtime: int, read_u64: Callable[[int], int | None]
+) -> int | None:
+    """The offset in ``_PyRuntime`` (at ``runtime``) of the gilstate TSS key
+    that ``PyGILState_GetThisThreadState`` (at ``addr``, first bytes
+    ``code``) reads; None when its code is neither sequence."""
+    at = 4 if code.startswith(ENDBR64) else 0
+    if code.startswith(CMPL_RIP_0, at) and len(code) >= at + 7 and code[at + 6] == 0:
+        return (
+            addr + at + 7 + int.from_bytes(code[at + 2 : at + 6], "little", signed=True) - runtime
+        )
+    if code.startswith(MOV_GOT_RAX, at) and len(code) >= at + 7 + 1 + 7:
+        got = addr + at + 7 + int.from_bytes(code[at + 3 : at + 7], "little", signed=True)
+        at += 7
+        if code.startswith(PUSH_RBX, at):
+            at += 1
+        modrm = code[at + 2] if len(code) > at + 2 else 0
+        if code.startswith(LEA_DISP_RAX, at) and modrm & 0xC7 == 0x80 and read_u64(got) == runtime:
+            return int.from_bytes(code[at + 3 : at + 7], "little", signed=True)
     return None

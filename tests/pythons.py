@@ -65,8 +65,9 @@ PY311 = Interpreter("3.11", "/usr/bin/python3.11")
 PY313 = Interpreter("3.13", "/usr/bin/python3.13", ROOTS / "trixie")
 PY314 = Interpreter("3.14", "/usr/bin/python3.14", ROOTS / "sid")
 ALL = (PY311, PY313, PY314)
-# pyenv's 3.13.0 (on the build machines): a shared libpython, whose thread
-# state is in its own TLS block (found through glibc's dtv), not the executable's.
+# pyenv's 3.13.0 (on the build machines): a shared libpython, whose
+# thread-local thread state is in its own TLS block (glibc's dtv), not the
+# executable's.
 PYENV313 = Interpreter(
     "3.13", str(Path.home() / ".pyenv/versions/3.13.0/bin/python3.13"), name="pyenv3.13-shared"
 )

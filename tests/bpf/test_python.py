@@ -9,6 +9,7 @@ against the truth without any naming on our side.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import subprocess
 import time
@@ -22,7 +23,7 @@ from bpftop.bpf.python_walk import MAX_FRAMES
 from bpftop.bpf.raw import RawSample
 from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
 from bpftop.tui.collect.python_procs import walker_process
-from tests.pythons import ALL, PY311, PYENV313, Interpreter
+from tests.pythons import ALL, PY311, PY313, PYENV313, Interpreter
 
 PYTHON311 = PY311.binary
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
@@ -116,6 +117,34 @@ def test_split_is_seen_with_whole_python_chains(sampler: CpuSampler, python: Int
     # Instruction indexes are real positions in the code (not 0, not huge).
     indexes = {i for s in samples for _, i, _, _ in s.python_stack}
     assert len(indexes) > 3 and max(indexes) < 1000
+
+
+@pytest.mark.parametrize("python", (PY313, PYENV313), ids=str)
+def test_the_thread_local_thread_state_walks_a_thread_holding_the_gil(
+    sampler: CpuSampler, python: Interpreter
+) -> None:
+    """Without the gilstate key, 3.13+'s thread-local _Py_tss_tstate: in the
+    executable's static TLS (Debian) or a shared libpython's block (pyenv,
+    through glibc's dtv). A CPU-bound thread holds the GIL: it is set."""
+    workload = Workload(python, "split", "60")
+    try:
+        runtime = find_python(workload.proc.pid)
+        assert isinstance(runtime, PythonRuntime) and runtime.tls is not None, runtime
+        assert (runtime.tls.module != 0) == (python is PYENV313)
+        process = walker_process(dataclasses.replace(runtime, tss_key=0))
+        assert not isinstance(process, str) and process.tss_key_addr == 0
+        assert sampler.python is not None
+        sampler.python.describe(workload.proc.pid, process)
+        sampler.set_targets([workload.proc.pid])
+        sampler.drain()
+        time.sleep(3.0)
+        samples = sampler.drain().samples
+        sampler.python.forget(workload.proc.pid)
+    finally:
+        workload.close()
+    total = sum(s.count for s in samples)
+    whole = sum(s.count for s in samples if _whole_chain(workload, s))
+    assert total > 100 and whole / total >= 0.95, (whole, total)
 
 
 @pytest.mark.parametrize("python", ALL, ids=str)

@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from bpftop.symbols.python_layout import TABLE_BYTES, parse_debug_offsets, table_size
-from bpftop.symbols.python_tls import TlsAccess, tls_access
+from bpftop.symbols.python_tls import TlsAccess, tls_access, tss_key_offset
 from tests.pythons import PY313, PY314, PYENV313, Interpreter
 
 
@@ -137,3 +137,25 @@ def test_tls_sequences() -> None:
     nothing: dict[int, int] = {}
     assert tls_access(general, 0x2000, nothing.get) is None  # the GOT unreadable
     assert tls_access(bytes.fromhex("31c0c3"), 0, lambda _a: 0) is None  # xor eax; ret
+
+
+@pytest.mark.parametrize(
+    ("python", "offset"), [(PY313, 0x870), (PY314, 0x920)], ids=["3.13", "3.14"]
+)
+def test_gilstate_key_is_found_in_pygilstate_getthisthreadstate(
+    python: Interpreter, offset: int
+) -> None:
+    """The thread-local is NULL while a thread has let go of the GIL; the TSS
+    key keeps the thread's state: its place in _PyRuntime, from the code."""
+    path = python.host_binary()
+    runtime, _ = _read(path, "_PyRuntime", 8)
+    addr, code = _read(path, "PyGILState_GetThisThreadState", 32)
+    assert tss_key_offset(code, addr, runtime, lambda _a: None) == offset
+
+
+def test_gilstate_key_of_a_shared_libpython() -> None:
+    lib = Path(PYENV313.binary).parent.parent / "lib" / "libpython3.13.so.1.0"
+    runtime = 0x5294C0  # its _PyRuntime: the GOT entry read holds it once relocated
+    addr, code = _read(lib, "PyGILState_GetThisThreadState", 32)
+    assert tss_key_offset(code, addr, runtime, lambda _a: runtime) == 0x870
+    assert tss_key_offset(code, addr, runtime, lambda _a: runtime + 8) is None  # not &_PyRuntime

@@ -27,7 +27,7 @@ def walker_process(runtime: PythonRuntime) -> PythonProcess | str:
     pointers = (layout.code_filename, layout.code_qualname)
     if any(p % 8 or p < ident_base or p + 8 > ident_base + WINDOW for p in pointers):
         return "its code object fields do not fit one read"
-    tls = runtime.tls
+    tls = None if runtime.tss_key_addr else runtime.tls
     return PythonProcess(
         tss_key_addr=runtime.tss_key_addr,
         tls_offset=tls.offset if tls else 0,
