@@ -1,4 +1,4 @@
-/* In-kernel walk of CPython 3.11, 3.13 and 3.14 frames (tests/bpf/test_python*.py
+/* In-kernel walk of CPython 3.11 to 3.14 frames (tests/bpf/test_python*.py
  * check it; bench/python.py measures its cost per sample).
  *
  * Appended to bpftop.bpf.c by program.py after the .eh_frame walker (BCC

@@ -1,8 +1,9 @@
 """Where CPython keeps what the frame walker and the code-object reader need, per version.
 
 Owns :class:`PythonLayout` (x86-64 byte offsets: thread state, interpreter
-frame, code object, str and bytes objects, GIL), ``LAYOUT_311`` (CPython
-3.11's, checked at attach against ``PyCode_Type``'s member table) and
+frame, code object, str and bytes objects, GIL), ``LAYOUT_311`` and
+``LAYOUT_312`` (CPython 3.11's and 3.12's, checked at attach against
+``PyCode_Type``'s member table) and
 :func:`parse_debug_offsets`: the layout of a CPython 3.13 or 3.14 read from
 the target's own ``_Py_DebugOffsets``, the table CPython keeps for
 out-of-process tools as the first field of ``_PyRuntime``: the cookie
@@ -83,6 +84,34 @@ LAYOUT_311 = PythonLayout(
     code_qualname=128,
     code_linetable=136,
     imports_modules=888,
+)
+
+# CPython 3.12 on x86-64: offsetof() from the DWARF of a 3.12.1 built from
+# CPython's source (pyenv); python_runtime checks the code object's against
+# PyCode_Type at attach. prev_instr as in 3.11; the entry marker is the shim
+# frame each eval-loop invocation pushes (owner FRAME_OWNED_BY_CSTACK, 3); the
+# GIL is the interpreter's own (_gil at +1040: last_holder +8, locked +16).
+LAYOUT_312 = PythonLayout(
+    tstate_cframe=56,
+    current_frame=0,
+    native_thread_id=144,
+    frame_code=0,
+    frame_previous=8,
+    frame_instr=56,
+    frame_entry=70,
+    entry_owner=3,
+    code_tag_bits=0,
+    code_size=192,
+    code_firstlineno=68,
+    code_filename=112,
+    code_name=120,
+    code_qualname=128,
+    code_linetable=136,
+    str_ascii_data=40,
+    str_compact_data=56,
+    gil_in_interp=True,
+    gil_holder=1040 + 8,
+    gil_locked=1040 + 16,
 )
 
 # The groups of _Py_DebugOffsets after its header, per minor version, as

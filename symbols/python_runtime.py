@@ -5,10 +5,10 @@ libpython mapped by a process (read through /proc/PID/map_files, so a
 target in another root or mount namespace is read as it sees its files);
 from its ELF symbols and load address, ``_PyRuntime``; from its memory,
 ``Py_Version`` and the layout (:mod:`bpftop.symbols.python_layout`): 3.11's
-own table, self-checked against ``PyCode_Type``'s size and member offsets;
-3.13 and 3.14's from the target's ``_Py_DebugOffsets``, checked the same
-way. Where the thread's own state is: the gilstate TSS key
-(``autoTSSkey``: 3.11's at a known offset, 3.13+'s decoded from
+and 3.12's own tables, self-checked against ``PyCode_Type``'s size and
+member offsets; 3.13 and 3.14's from the target's ``_Py_DebugOffsets``,
+checked the same way. Where the thread's own state is: the gilstate TSS key
+(``autoTSSkey``: 3.11's at a known offset, 3.12+'s decoded from
 ``PyGILState_GetThisThreadState``), else 3.13+'s thread-local
 ``_Py_tss_tstate`` (set only while the thread holds the GIL). The answer is
 a value: :class:`PythonRuntime`, :class:`PythonRefused` (a Python bpftop
@@ -32,6 +32,7 @@ from bpftop.symbols.maps import MapEntry, parse_line
 from bpftop.symbols.python_eval import eval_ranges
 from bpftop.symbols.python_layout import (
     LAYOUT_311,
+    LAYOUT_312,
     TABLE_BYTES,
     PythonLayout,
     parse_debug_offsets,
@@ -58,7 +59,7 @@ TYPE_SYMBOLS = ("PyDict_Type", "PyUnicode_Type", "PyLong_Type", "PyModule_Type",
 # CPython 3.11 on x86-64: the gilstate TSS key the walker finds the thread's state by.
 AUTO_TSS_KEY = 592  # _PyRuntime.gilstate.autoTSSkey
 TP_BASICSIZE, TP_MEMBERS = 32, 240  # PyTypeObject fields (3.11 to 3.14)
-SUPPORTED = "CPython 3.11, 3.13 and 3.14"
+SUPPORTED = "CPython 3.11 to 3.14"
 MEMBER_DEF = struct.Struct("<QixxxxqixxxxQ")  # PyMemberDef: name, type, offset, flags, doc
 MAX_MEMBERS = 64
 
@@ -219,6 +220,12 @@ def _check(
         layout: PythonLayout | str = LAYOUT_311
         gil_holder, gil_locked = runtime + LAYOUT_311.gil_holder, 0
         tss_key = runtime + AUTO_TSS_KEY
+    elif minor == 12:  # bpftop's table, checked below; the key's place decoded
+        layout = LAYOUT_312
+        tss_key = _tss_key(reader, symbols, bias, runtime)
+        if not tss_key:
+            return _refused(pid, path, version, "its gilstate key was not found")
+        gil_holder, gil_locked = _gil_addresses(reader, runtime, layout)
     elif minor in (13, 14):
         layout = _debug_layout(reader, runtime, minor)
         tss_key = _tss_key(reader, symbols, bias, runtime)
@@ -283,7 +290,7 @@ def _thread_state_tls(reader: _Memory, symbols: dict[str, int], bias: int) -> Tl
 
 
 def _tss_key(reader: _Memory, symbols: dict[str, int], bias: int, runtime: int) -> int:
-    """&_PyRuntime's gilstate TSS key (3.13+), decoded from
+    """&_PyRuntime's gilstate TSS key (3.12+), decoded from
     PyGILState_GetThisThreadState and checked: initialized, a key glibc keeps
     in the thread's first block (below 32). 0 when not found so."""
     accessor = symbols.get("PyGILState_GetThisThreadState")

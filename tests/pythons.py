@@ -65,6 +65,11 @@ PY311 = Interpreter("3.11", "/usr/bin/python3.11")
 PY313 = Interpreter("3.13", "/usr/bin/python3.13", ROOTS / "trixie")
 PY314 = Interpreter("3.14", "/usr/bin/python3.14", ROOTS / "sid")
 ALL = (PY311, PY313, PY314)
+# pyenv's 3.12.1, built from CPython's source (on the build machines): the
+# real 3.12 bpftop's 3.12 table was read from (its DWARF) and is tested on.
+PYENV312 = Interpreter(
+    "3.12", str(Path.home() / ".pyenv/versions/3.12.1/bin/python3.12"), name="pyenv3.12"
+)
 # pyenv's 3.13.0 (on the build machines): a shared libpython, whose
 # thread-local thread state is in its own TLS block (glibc's dtv), not the
 # executable's.

@@ -20,7 +20,7 @@ from tests.bpf.test_collector import Watched
 from tests.bpf.test_python_record import PY_FRAME, PYTHON, WORKLOAD, _python_frames, _record
 from tests.bpf.test_record import parse_folded
 from tests.exports.consumers import go_pprof_raw
-from tests.pythons import ALL, PY311, Interpreter
+from tests.pythons import ALL, PY311, PYENV312, Interpreter
 
 
 def _split_shares(
@@ -219,7 +219,7 @@ def test_uprobe_hits_under_python_code_carry_the_python_chain(
     assert all(s[-1] == "clock_gettime" for s in stacks), "the probed function is the leaf"
 
 
-@pytest.mark.parametrize("python", ALL, ids=str)
+@pytest.mark.parametrize("python", (*ALL, PYENV312), ids=str)
 def test_gil_keeps_only_the_samples_of_threads_holding_the_gil(
     python: Interpreter, tmp_path: Path
 ) -> None:

@@ -22,7 +22,7 @@ from bpftop.symbols.python_code import (
 )
 from bpftop.symbols.python_layout import PythonLayout
 from bpftop.symbols.python_runtime import PythonRuntime, find_python
-from tests.pythons import ALL, Interpreter
+from tests.pythons import ALL, PYENV312, Interpreter
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
 LINES = Path(__file__).resolve().parents[1] / "workloads" / "py_lines.py"
@@ -50,7 +50,7 @@ def test_line_table_agrees_with_co_lines() -> None:
     assert checked > 10_000
 
 
-@pytest.mark.parametrize("python", ALL, ids=str)
+@pytest.mark.parametrize("python", (*ALL, PYENV312), ids=str)
 def test_line_table_agrees_with_each_interpreters_co_lines(python: Interpreter) -> None:
     """The 3.11 format holds in 3.13 and 3.14: checked against their own co_lines()."""
     dumped = subprocess.run(
@@ -67,7 +67,7 @@ def test_line_table_agrees_with_each_interpreters_co_lines(python: Interpreter) 
     assert checked > 10_000
 
 
-@pytest.mark.parametrize("python", ALL, ids=str)
+@pytest.mark.parametrize("python", (*ALL, PYENV312), ids=str)
 def test_live_code_objects_are_named_and_a_wrong_address_is_a_miss(python: Interpreter) -> None:
     proc = python.popen(WORKLOAD, "split", "30", stdout=subprocess.PIPE)
     try:
