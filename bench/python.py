@@ -1,13 +1,15 @@
 """Cost of Python frames: kernel time per sample, and overhead vs py-spy.
 
-    sudo .venv/bin/python -m bench.python [--seconds 5]
+    sudo .venv/bin/python -m bench.python [--seconds 5] [--kernel-only] [--python 3.11 3.13 3.14]
 
 Kernel cost: one program (frame-pointer native stacks, so the Python walk is
 what changes) samples tests/workloads/py_split.py recursing to give ~10 and
 ~50 Python frames, once with the process described to the Python walker and
 once not; BPF run-time stats (kernel.bpf_stats_enabled=1, run_time_ns /
 run_cnt summed over our programs, tail calls included) divided by the
-samples counted. The difference is the Python walk.
+samples counted. The difference is the Python walk. ``--python`` runs it on
+each interpreter of tests/pythons.py (3.13 and 3.14 in their Debian roots,
+with chroot), one program for all.
 
 offcpu (--offcpu-only, or after the above): the same program with the offcpu
 probe on tests/workloads/py_block.py (``sleep`` with 100 µs units: main ->
@@ -43,11 +45,12 @@ from subprocess import DEVNULL
 from bench.bytecode import compile_bpftop
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
-from bpftop.bpf.python_walk import PythonProcess
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.stats import ProgStats
 from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from bpftop.tui.collect.python_procs import walker_process
 from tests.conftest import ROOT
+from tests.pythons import ALL, PY311, Interpreter
 
 PYTHON = "/usr/bin/python3.11"
 WORKLOAD = ROOT / "tests" / "workloads" / "py_split.py"
@@ -59,15 +62,17 @@ TOOLS = ("none", "bpftop", "py-spy", "none")  # alone twice: the spread is the n
 PY_SPY = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, int]]:
-    proc = subprocess.Popen([PYTHON, str(WORKLOAD), *args], stdout=subprocess.PIPE, text=True)
+def _start(*args: str, python: Interpreter = PY311) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    proc = python.popen(WORKLOAD, *args, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())
 
 
-def kernel_cost(sampler: CpuSampler, frames: int, described: bool, seconds: float) -> str:
+def kernel_cost(
+    sampler: CpuSampler, frames: int, described: bool, seconds: float, python: Interpreter = PY311
+) -> str:
     depth = max(1, frames - FRAMES_AROUND_RECURSION)
-    proc, _ = _start("deep", "600", str(depth))
+    proc, _ = _start("deep", "600", str(depth), python=python)
     spent, tick = _measured(sampler, proc, described, seconds)
     samples = tick.total_samples
     seen = sum(len(s.python_stack) * s.count for s in tick.samples) / max(samples, 1)
@@ -97,7 +102,9 @@ def _measured(
         runtime = find_python(proc.pid)
         assert isinstance(runtime, PythonRuntime) and sampler.python is not None
         if described:
-            sampler.python.describe(proc.pid, PythonProcess(runtime.tss_key_addr))
+            process = walker_process(runtime)
+            assert not isinstance(process, str), process
+            sampler.python.describe(proc.pid, process)
         sampler.set_targets([proc.pid] if described is not None else [])
         time.sleep(0.3)
         sampler.drain()
@@ -165,15 +172,16 @@ def overhead(tool: str, seconds: float, out_dir: str, hz: int) -> dict[str, floa
     return result
 
 
-def kernel_costs(seconds: float) -> None:
+def kernel_costs(seconds: float, pythons: tuple[Interpreter, ...] = (PY311,)) -> None:
     with CpuSampler(999, unwind="fp") as sampler:
         sampler.load()
         sampler.start()
-        for frames in (10, 50):
-            for described in (False, True):
-                what = "Python walk" if described else "native only"
-                cost = kernel_cost(sampler, frames, described, seconds)
-                print(f"{frames} Python frames, {what}: {cost}", flush=True)
+        for python in pythons:
+            for frames in (10, 50):
+                for described in (False, True):
+                    what = "Python walk" if described else "native only"
+                    cost = kernel_cost(sampler, frames, described, seconds, python)
+                    print(f"{python}, {frames} Python frames, {what}: {cost}", flush=True)
 
 
 def overheads(seconds: float, hz: int) -> None:
@@ -198,14 +206,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="per kernel-cost case")
     parser.add_argument("--overhead-only", action="store_true")
     parser.add_argument("--offcpu-only", action="store_true")
+    parser.add_argument("--kernel-only", action="store_true", help="the kernel cost alone")
+    parser.add_argument(
+        "--python", nargs="+", default=["3.11"], choices=[p.version for p in ALL],
+        help="interpreters for the kernel cost",
+    )  # fmt: skip
     parser.add_argument("--hz", type=int, nargs="+", default=[99, 999], help="overhead rates")
     args = parser.parse_args()
     compile_bpftop()
     if args.offcpu_only:
         offcpu_costs(args.seconds)
         return
+    pythons = tuple(p for p in ALL if p.version in args.python)
+    if args.kernel_only:
+        kernel_costs(args.seconds, pythons)
+        return
     if not args.overhead_only:
-        kernel_costs(args.seconds)
+        kernel_costs(args.seconds, pythons)
         offcpu_costs(args.seconds)
     for hz in args.hz:
         overheads(args.seconds * 4, hz)

@@ -1,18 +1,23 @@
-/* In-kernel walk of CPython 3.11 frames (tests/bpf/test_python.py checks it;
- * bench/python.py measures its cost per sample).
+/* In-kernel walk of CPython 3.11 to 3.14 frames (tests/bpf/test_python*.py
+ * check it; bench/python.py measures its cost per sample).
  *
  * Appended to bpftop.bpf.c by program.py after the .eh_frame walker (BCC
  * rewrites map calls only in its main file), so struct sample_key and
  * count_user_stack() are in scope; bpftop.bpf.c declares python_user_stack()
  * ahead. For a process user space described in python_procs (bpf/python_walk.py),
- * python_user_stack() finds the sampled thread's own PyThreadState through
- * glibc's thread-specific data (pthread_getspecific(autoTSSkey) for a key
- * below 32 is *(fsbase + PY_TSS_BASE + 16 * key + 8); fsbase is
- * task->thread.fsbase, at an offset user space reads from the kernel's BTF),
- * then tail-calls python_walk, which follows tstate->cframe->current_frame
- * and each _PyInterpreterFrame's `previous`, PY_FRAMES_PER_CALL frames per
- * call, recording (code object, instruction index, is_entry, identity)
- * innermost first. No strings are read here: user space names the code
+ * python_user_stack() finds the sampled thread's own PyThreadState (the
+ * gilstate TSS key's slot in glibc's thread-specific data,
+ * pthread_getspecific(autoTSSkey) for a key below 32 is *(fsbase +
+ * PY_TSS_BASE + 16 * key + 8): bound to the thread even while it has let go
+ * of the GIL; else, 3.13+, the thread-local _Py_tss_tstate, set only while
+ * the thread is attached, at fsbase + offset in the executable's static TLS
+ * or at an offset into a shared libpython's block, dtv[module] with glibc's
+ * dtv at fsbase + 8; fsbase is task->thread.fsbase, at an offset user space
+ * reads from the kernel's BTF), then tail-calls python_walk, which follows the
+ * current frame (tstate->cframe->current_frame in 3.11,
+ * tstate->current_frame in 3.13+) and each _PyInterpreterFrame's `previous`,
+ * PY_FRAMES_PER_CALL frames per call, recording (code object, instruction
+ * index, is_entry, identity) innermost first. No strings are read here: user space names the code
  * objects, later (at the next drain), when the one sampled may have been
  * freed and its address reused by another. The identity lets it tell: a mix
  * of the code object's co_firstlineno, co_filename and co_qualname pointers
@@ -33,9 +38,14 @@
  * stack stay apart. Then the native walk goes on as unwind_blocked does.
  * No --gil filter there: a thread blocks without the GIL.
  *
- * The frame layout is CPython 3.11's on x86-64 (DESIGN §5d): one 40-byte
- * read at frame + 32 covers f_code (+32), previous (+48), prev_instr (+56)
- * and is_entry (+68). User space refuses other versions.
+ * Offsets come per process from python_procs (user space takes them from
+ * its own 3.11 table or the target's _Py_DebugOffsets), so one program walks
+ * every supported version at once. One PY_WINDOW-byte read per frame covers
+ * the code object, previous, the instruction pointer and the entry byte:
+ * 3.11's is_entry flag on the entry frame itself, or (3.13+) the owner byte
+ * of the shim frame each eval-loop invocation pushes below its first frame
+ * (that shim is not recorded: the frame recorded before it is marked entry).
+ * 3.14's f_executable is a tagged pointer: its low bits are cleared.
  */
 
 #define PY_MAX_FRAMES 128 /* power of two */
@@ -44,13 +54,9 @@
 #endif
 #define PY_ID_BIT 0x40000000
 #define PY_TSS_BASE 0x310        /* glibc: struct pthread's specific_1stblock */
-#define PY_TSTATE_CFRAME 56      /* PyThreadState.cframe */
-#define PY_CFRAME_FRAME 8        /* _PyCFrame.current_frame */
-#define PY_FRAME_WINDOW 32       /* the read covers f_code .. owner */
-#define PY_CODE_BYTECODE 184     /* PyCodeObject's co_code_adaptive */
-#define PY_CODE_FIRSTLINENO 72   /* the identity read covers co_firstlineno .. co_qualname */
-#define PY_IDENT_WORDS 8         /* +72 .. +136: firstlineno, ..., filename +112, qualname +128 */
-#define PY_STR_HASH 24           /* PyASCIIObject.hash (-1: not computed yet) */
+#define PY_DTV 8                 /* glibc: tcbhead_t.dtv, at the thread pointer + 8 */
+#define PY_WINDOW_WORDS 10       /* the frame read, and the identity read: 80 bytes */
+#define PY_STR_HASH 24           /* PyASCIIObject.hash (-1: not computed yet), 3.11 to 3.14 */
 #define PY_IDENT_MUL 0x9e3779b97f4a7c15ULL
 
 /* Indices of the per-CPU python_counts. */
@@ -60,15 +66,30 @@
 #define PY_COUNT_READ_ERROR 3 /* a frame could not be read: the walk stopped there */
 #define PY_COUNT_NO_GIL 4     /* --gil: samples not taken, the thread did not hold the GIL */
 #define PY_COUNT_SLOTS 5
-/* _PyRuntime.gilstate.tstate_current (the GIL holder's thread state, or 0) is
- * 16 bytes before autoTSSkey in 3.11 (+576 and +592: DESIGN-checked offsets). */
-#define PY_GIL_HOLDER_FROM_TSS_KEY 16
-
 /* One Python process, as bpf/python_walk.py writes it. */
 struct python_proc {
-    u64 tss_key_addr; /* &_PyRuntime.gilstate.autoTSSkey: {int initialized; int key} */
+    u64 tss_key_addr; /* 3.11: &_PyRuntime.gilstate.autoTSSkey {int initialized; int key};
+                         0: the thread state is the thread-local at tls_offset */
+    s64 tls_offset;   /* from fsbase (tls_module 0) or into dtv[tls_module]'s block */
+    u64 gil_holder;   /* --gil: the GIL holder's PyThreadState * (0: unknown) */
+    u64 gil_locked;   /* --gil: the GIL's int locked (0: the holder is 0 when free) */
     u32 fsbase_off;   /* offsetof(struct task_struct, thread.fsbase) */
-    u32 pad;
+    u16 tls_module;
+    s16 tstate_cframe;   /* tstate->cframe (3.11), or -1: the frame is in tstate */
+    u16 current_frame;   /* in the cframe, or in tstate */
+    u16 frame_window;    /* where the frame read starts in a frame */
+    u8 frame_code;       /* word indices in the frame read: f_code / f_executable */
+    u8 frame_previous;
+    u8 frame_instr;      /* prev_instr / instr_ptr */
+    u8 frame_entry;      /* byte index: is_entry (3.11) / owner */
+    u8 entry_owner;      /* 0: the byte flags an entry frame; else a shim frame's owner */
+    u8 code_tag_bits;    /* low bits of a tagged code pointer */
+    u16 code_bytecode;   /* co_code_adaptive */
+    u16 ident_base;      /* where the identity read starts in a code object */
+    u8 ident_firstlineno; /* byte index of co_firstlineno (an int) in that read */
+    u8 ident_filename;   /* word indices of co_filename and co_qualname */
+    u8 ident_qualname;
+    u8 pad[3];
 };
 
 struct pyframe {
@@ -99,6 +120,8 @@ struct python_state {
     u64 start_ns; /* BLOCKED: when it blocked */
     u64 frame; /* the next _PyInterpreterFrame to read */
     u64 last_code, last_ident; /* the previous frame's: a recursion reads it once */
+    struct python_proc proc;   /* the process's layout */
+    u64 window[PY_WINDOW_WORDS]; /* one frame's read, or one code object's identity fields */
     struct pystack stack;
 };
 
@@ -194,15 +217,18 @@ static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python
 /* Which code object is at `code` now: its first line, file name and
  * qualified name pointers, and the qualified name's cached hash, mixed
  * (symbols/python_code.py: code_ident). 0 when they cannot be read. */
-static __always_inline u64 python_ident(u64 code) {
-    u64 fields[PY_IDENT_WORDS] = {};
+static __always_inline u64 python_ident(struct python_state *st, u64 code) {
+    struct python_proc *p = &st->proc;
     s64 hash = 0;
-    if (read_user(fields, sizeof(fields), (void *)(code + PY_CODE_FIRSTLINENO)))
+    if (read_user(st->window, sizeof(st->window), (void *)(code + p->ident_base)))
         return 0;
-    u64 qualname = fields[7], filename = fields[5];
+    u32 at = p->ident_firstlineno & 7, fn = p->ident_filename, qn = p->ident_qualname;
+    if (fn >= PY_WINDOW_WORDS || qn >= PY_WINDOW_WORDS)
+        return 0;
+    u64 qualname = st->window[qn], filename = st->window[fn];
     if (!qualname || python_read((u64 *)&hash, qualname + PY_STR_HASH))
         return 0;
-    u64 ident = (u32)fields[0];
+    u64 ident = (u32)(st->window[0] >> (8 * at));
     ident = (ident ^ filename) * PY_IDENT_MUL;
     ident = (ident ^ qualname) * PY_IDENT_MUL;
     ident = (ident ^ (u64)hash) * PY_IDENT_MUL;
@@ -219,28 +245,45 @@ static __always_inline int python_step(struct python_state *st) {
         st->stack.truncated = 1;
         return 1;
     }
-    u64 window[5] = {}; /* f_code, frame_obj, previous, prev_instr, stacktop|is_entry|owner */
-    if (read_user(window, sizeof(window), (void *)(frame + PY_FRAME_WINDOW))) {
+    struct python_proc *p = &st->proc;
+    if (read_user(st->window, sizeof(st->window), (void *)(frame + p->frame_window))) {
         python_count(PY_COUNT_READ_ERROR);
         return 1;
     }
-    u64 code = window[0];
-    s64 offset = (s64)(window[3] - code - PY_CODE_BYTECODE);
-    u32 entry = (u32)(window[4] >> 32) & 0xff;
+    u32 wc = p->frame_code, wp = p->frame_previous, wi = p->frame_instr, be = p->frame_entry;
+    if (wc >= PY_WINDOW_WORDS || wp >= PY_WINDOW_WORDS || wi >= PY_WINDOW_WORDS ||
+        be >= 8 * PY_WINDOW_WORDS)
+        return 1;
+    u64 code = st->window[wc] & ~(u64)p->code_tag_bits;
+    u64 instr = st->window[wi];
+    u8 entry_byte = ((u8 *)st->window)[be];
+    st->frame = st->window[wp];
+    u32 entry = entry_byte ? 1 : 0;
+    if (p->entry_owner) {
+        if (entry_byte == p->entry_owner) { /* an eval loop's shim: its caller's frame is next */
+            if (len > 0) {
+                u32 last = (len - 1) & (PY_MAX_FRAMES - 1);
+                st->stack.frames[last].entry = 1;
+                st->stack.hash = (st->stack.hash ^ 0x5e) * 0x100000001b3ULL;
+            }
+            return 0;
+        }
+        entry = 0;
+    }
+    s64 offset = (s64)(instr - code - p->code_bytecode);
     PY_BARRIER(len);
     struct pyframe *out = &st->stack.frames[len & (PY_MAX_FRAMES - 1)];
     out->code = code;
     out->instr = (s32)(offset >> 1);
-    out->entry = entry ? 1 : 0;
+    out->entry = entry;
     if (code != st->last_code) {
         st->last_code = code;
-        st->last_ident = python_ident(code);
+        st->last_ident = python_ident(st, code);
     }
     out->ident = st->last_ident;
     st->stack.len = len + 1;
     st->stack.hash = (st->stack.hash ^ code ^ out->ident) * 0x100000001b3ULL;
     st->stack.hash = (st->stack.hash ^ (u32)out->instr ^ ((u64)out->entry << 32)) * 0x100000001b3ULL;
-    st->frame = window[2];
     return 0;
 }
 
@@ -275,24 +318,56 @@ int python_walk(struct bpf_perf_event_data *ctx) { return python_walk_in(ctx, CT
 int python_walk_kp(struct pt_regs *ctx) { return python_walk_in(ctx, CTX_KPROBE); }
 int python_walk_tp(void *ctx) { return python_walk_in(ctx, CTX_TRACEPOINT); }
 
-/* The sampled thread's innermost Python frame, or 0; its thread state in *tstate_out. */
-static __always_inline u64 python_current_frame(struct python_proc *proc, u64 *tstate_out) {
-    s32 tss[2] = {}; /* Py_tss_t: {int initialized; int key} */
-    if (read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] ||
-        tss[1] < 0 || tss[1] >= 32)
-        return 0;
-    u64 task = bpf_get_current_task(), fsbase = 0, tstate = 0, cframe = 0, frame = 0;
+/* The sampled thread's own PyThreadState, or 0. */
+static __always_inline u64 python_tstate(struct python_proc *proc) {
+    u64 task = bpf_get_current_task(), fsbase = 0, slot = 0, tstate = 0;
     if (bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(task + proc->fsbase_off)) || !fsbase)
         return 0;
-    u64 slot = fsbase + PY_TSS_BASE + 16 * (u64)tss[1] + 8;
-    if (python_read(&tstate, slot) || !tstate)
+    if (proc->tss_key_addr) {
+        s32 tss[2] = {}; /* Py_tss_t: {int initialized; int key} */
+        if (read_user(tss, sizeof(tss), (void *)proc->tss_key_addr) || !tss[0] || tss[1] < 0 ||
+            tss[1] >= 32)
+            return 0;
+        slot = fsbase + PY_TSS_BASE + 16 * (u64)tss[1] + 8;
+    } else if (proc->tls_module) {
+        u64 dtv = 0, block = 0;
+        if (python_read(&dtv, fsbase + PY_DTV) || !dtv ||
+            python_read(&block, dtv + 16 * (u64)proc->tls_module) || !block)
+            return 0;
+        slot = block + proc->tls_offset;
+    } else {
+        slot = fsbase + proc->tls_offset;
+    }
+    if (python_read(&tstate, slot))
+        return 0;
+    return tstate;
+}
+
+/* The sampled thread's innermost Python frame, or 0; its thread state in *tstate_out. */
+static __always_inline u64 python_current_frame(struct python_proc *proc, u64 *tstate_out) {
+    u64 tstate = python_tstate(proc), frame = 0;
+    if (!tstate)
         return 0;
     *tstate_out = tstate;
-    if (python_read(&cframe, tstate + PY_TSTATE_CFRAME) || !cframe)
+    u64 holder = tstate;
+    if (proc->tstate_cframe >= 0 &&
+        (python_read(&holder, tstate + (u64)proc->tstate_cframe) || !holder))
         return 0;
-    if (python_read(&frame, cframe + PY_CFRAME_FRAME))
+    if (python_read(&frame, holder + proc->current_frame))
         return 0;
     return frame;
+}
+
+/* --gil: whether the thread of state `tstate` holds its interpreter's GIL. */
+static __always_inline int python_holds_gil(struct python_proc *proc, u64 tstate) {
+    u64 holder = 0;
+    s32 locked = 1;
+    if (!tstate || !proc->gil_holder || python_read(&holder, proc->gil_holder) ||
+        holder != tstate)
+        return 0;
+    if (proc->gil_locked && read_user(&locked, sizeof(locked), (void *)proc->gil_locked))
+        return 0;
+    return locked != 0;
 }
 
 /* --children: a forked process runs its parent's interpreter at the same
@@ -306,11 +381,12 @@ static __always_inline void python_fork(u32 parent, u32 child) {
 }
 
 /* The scratch state set up for a walk from `frame`, or NULL. */
-static __always_inline struct python_state *python_begin(u64 frame) {
+static __always_inline struct python_state *python_begin(u64 frame, struct python_proc *proc) {
     u32 zero = 0;
     struct python_state *st = python_scratch.lookup(&zero);
     if (!st)
         return NULL;
+    st->proc = *proc;
     st->frame = frame;
     st->last_code = 0;
     st->last_ident = 0;
@@ -330,11 +406,9 @@ static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sam
     struct python_proc *proc = python_procs.lookup(&tgid);
     if (!proc)
         return 0;
-    u64 tstate = 0, holder = 0;
+    u64 tstate = 0;
     u64 frame = python_current_frame(proc, &tstate);
-    if (control_get(CONTROL_GIL_ONLY) &&
-        (!tstate || python_read(&holder, proc->tss_key_addr - PY_GIL_HOLDER_FROM_TSS_KEY) ||
-         holder != tstate)) {
+    if (control_get(CONTROL_GIL_ONLY) && !python_holds_gil(proc, tstate)) {
         python_count(PY_COUNT_NO_GIL);
         return 1;
     }
@@ -342,7 +416,7 @@ static __always_inline int python_user_stack(void *ctx, u32 ctx_kind, struct sam
         python_count(PY_COUNT_NO_TSTATE);
         return 0;
     }
-    struct python_state *st = python_begin(frame);
+    struct python_state *st = python_begin(frame, proc);
     if (!st)
         return 0;
     st->key = *key;
@@ -368,7 +442,7 @@ static __always_inline void python_blocked(void *ctx, struct pending *out, u32 t
         python_count(PY_COUNT_NO_TSTATE);
         return;
     }
-    struct python_state *st = python_begin(frame);
+    struct python_state *st = python_begin(frame, proc);
     if (!st)
         return;
     struct sample_key key = {.tgid = tgid, .tid = tid, .kernel_stack_id = out->kernel_stack_id};

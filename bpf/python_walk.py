@@ -5,11 +5,12 @@ Owns :class:`PythonWalker` (loads ``python_walk`` into its tail-call slot,
 tracepoints and offcpu through bpf/probe_copies.py; describes Python processes to the
 kernel, drains the Python stack store, reads offcpu's run-long one) and
 the values it takes and gives: :class:`PythonProcess` (what the kernel needs
-per process: where the interpreter keeps its thread-state key) and
+per process: where the thread's state is, and the layout of the
+interpreter's thread state, frames and code objects) and
 :class:`PythonStack` (one walked stack: ``(code address, instruction index,
 is_entry)`` innermost first, and whether its root end was cut).
-bpf/ imports nothing from symbols/: user space finds the addresses
-(``tui/collect/python_procs.py``) and names the code objects.
+bpf/ imports nothing from symbols/: user space finds the addresses and the
+layout (``tui/collect/python_procs.py``) and names the code objects.
 """
 
 from __future__ import annotations
@@ -49,9 +50,32 @@ _FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
 
 @dataclass(frozen=True, slots=True)
 class PythonProcess:
-    """``tss_key_addr``: the address of ``_PyRuntime.gilstate.autoTSSkey``."""
+    """python.bpf.c's ``struct python_proc``, field for field (its comments say
+    what each is): where the thread's own state is (``tss_key_addr``, the
+    address of the gilstate ``autoTSSkey``, or 0 and the thread-local's
+    ``tls_module``/``tls_offset``), the GIL's holder and locked flag, and
+    offsets and word indices into the walker's 80-byte reads of a frame and of
+    a code object."""
 
     tss_key_addr: int
+    tls_offset: int
+    gil_holder: int
+    gil_locked: int
+    tls_module: int
+    tstate_cframe: int
+    current_frame: int
+    frame_window: int
+    frame_code: int
+    frame_previous: int
+    frame_instr: int
+    frame_entry: int
+    entry_owner: int
+    code_tag_bits: int
+    code_bytecode: int
+    ident_base: int
+    ident_firstlineno: int
+    ident_filename: int
+    ident_qualname: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +142,8 @@ class PythonWalker:
         if self.fsbase_offset is None:
             return False
         leaf = self._procs.Leaf()
-        leaf.tss_key_addr = process.tss_key_addr
+        for name in PythonProcess.__slots__:
+            setattr(leaf, name, getattr(process, name))
         leaf.fsbase_off = self.fsbase_offset
         with self._lock:
             try:

@@ -12,13 +12,16 @@
 #   - the real consumers the export tests check against: Go's pprof
 #     (golang-go), headless Chromium, and speedscope's npm package (its
 #     file-format schema) under build/node
+#   - two Debian root filesystems for the Python 3.13 and 3.14 tests, whose
+#     interpreters the tests run with chroot (which is also the container
+#     test): build/roots/trixie (python3.13) and build/roots/sid (python3.14)
 # A second run with nothing to do takes a couple of seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ systemtap-sdt-dev python3.11 libc6-dbg linux-perf golang-go chromium bpftrace)
+APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ systemtap-sdt-dev python3.11 libc6-dbg linux-perf golang-go chromium bpftrace debootstrap)
 # npm may come from another Node.js package than Debian's: only install Debian's if there is none.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 
@@ -84,3 +87,41 @@ if [ ! -f "$schema" ] || ! grep -qs "\"version\": \"$SPEEDSCOPE_VERSION\"" build
     mkdir -p build/node
     npm install --prefix build/node --no-audit --no-fund --silent "speedscope@$SPEEDSCOPE_VERSION" >/dev/null
 fi
+
+# A Debian root with one interpreter, made by debootstrap into a scratch
+# directory and renamed into place only once complete: an interrupted or failed
+# run leaves no root a later run takes as done (the scratch is removed first).
+# $4..: apt options for use inside the root (written to its apt.conf.d).
+build_root() {
+    local name=$1 suite=$2 python=$3
+    shift 3
+    local dir=build/roots/$name scratch=build/roots/.$name.partial
+    [ -f "$dir/.bpftop-root-complete" ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        say "skipping build/roots/$name: debootstrap and chroot need root"
+        return 0
+    fi
+    mkdir -p build/roots
+    # debootstrap mounts /proc and /sys inside while it works: never delete
+    # through a mount left by an interrupted run.
+    local mnt old
+    for old in "$scratch" "$dir"; do  # a scratch left over; a root without its mark
+        while read -r mnt; do umount -l "$mnt" || true; done < <(awk -v p="$PWD/$old/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r)
+        rm -rf --one-file-system "$old"
+    done
+    say "building build/roots/$name: Debian $suite with $python (debootstrap, a few minutes)"
+    if ! debootstrap --variant=minbase --include="$python" "$suite" "$scratch" http://deb.debian.org/debian >"build/roots/.$name.log" 2>&1; then
+        say "error: debootstrap $suite failed; see build/roots/.$name.log (rerun $0 to retry)"
+        exit 1
+    fi
+    if [ "$#" -gt 0 ]; then
+        printf '%s\n' "$@" >"$scratch/etc/apt/apt.conf.d/99bpftop"
+    fi
+    chroot "$scratch" apt-get clean
+    chroot "$scratch" "/usr/bin/$python" -c 'import sys; print(sys.version)' >/dev/null
+    touch "$scratch/.bpftop-root-complete"
+    mv "$scratch" "$dir"
+}
+build_root trixie trixie python3.13
+# sid's Release file carries a validity date this machine's clock may be past.
+build_root sid sid python3.14 'Acquire::Check-Valid-Until "false";'

@@ -1,10 +1,10 @@
-"""Names of CPython 3.11 code objects in a live process, for the kernel's Python frames.
+"""Names of CPython code objects in a live process, for the kernel's Python frames.
 
 Owns :class:`CodeNames` (one process): (code object address, instruction
 index, identity) -> a frame named ``QUALNAME (FILE:LINE)``, :func:`code_ident`
-and :func:`line_of` (the 3.11 ``co_linetable`` decoder: CPython's
-Objects/locations.md). The kernel names no code object: it records each
-frame's code address and the object's identity at the sample
+and :func:`line_of` (the ``co_linetable`` decoder: the format of 3.11 to
+3.14, CPython's Objects/locations.md). The kernel names no code object: it
+records each frame's code address and the object's identity at the sample
 (bpf/python.bpf.c: a mix of co_firstlineno, the co_filename and co_qualname
 pointers and co_qualname's cached hash), and user space reads the object
 from /proc/PID/mem up to a drain later, when it may have been freed and its
@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.python_layout import LAYOUT_311, PythonLayout
 
-# PyCodeObject (3.11, x86-64; checked against PyCode_Type by python_runtime).
-OB_TYPE, FIRSTLINENO, FILENAME, QUALNAME, LINETABLE = 8, 72, 112, 128, 136
-STR_HASH = 24  # PyASCIIObject.hash: -1 until computed
+# Code object and string offsets come from the interpreter's PythonLayout
+# (3.11's checked against PyCode_Type by python_runtime).
+OB_TYPE = 8
+STR_HASH = 24  # PyASCIIObject.hash: -1 until computed (3.11 to 3.14)
 IDENT_MUL, MASK64 = 0x9E3779B97F4A7C15, (1 << 64) - 1  # python.bpf.c's PY_IDENT_MUL
-# PyUnicodeObject: length, state; data of a compact ASCII / non-ASCII string.
-STR_LENGTH, STR_STATE, ASCII_DATA, COMPACT_DATA = 16, 32, 48, 72
-BYTES_SIZE, BYTES_DATA = 16, 32
 MAX_STRING, MAX_LINETABLE = 4096, 1 << 20
 UNNAMED_MODULE = "[python]"
 
@@ -87,10 +86,12 @@ def code_ident(firstlineno: int, filename: int, qualname: int, qualname_hash: in
 
 
 class CodeNames:
-    """Code objects of process ``pid`` (``code_type``: its &PyCode_Type)."""
+    """Code objects of process ``pid`` (``code_type``: its &PyCode_Type;
+    ``layout``: its interpreter's)."""
 
-    def __init__(self, pid: int, code_type: int) -> None:
+    def __init__(self, pid: int, code_type: int, layout: PythonLayout = LAYOUT_311) -> None:
         self._code_type = code_type
+        self._layout = layout
         self._cache: dict[int, _Code] = {}
         self._path = f"/proc/{pid}/mem"
         self._mem: BinaryIO | None = None  # kept open: opening it was half a naming's cost
@@ -124,7 +125,7 @@ class CodeNames:
         try:
             if self._mem is None:
                 self._mem = open(self._path, "rb", buffering=0)  # noqa: SIM115 - kept open
-            code = _read_code(self._mem, addr, self._code_type)
+            code = _read_code(self._mem, addr, self._code_type, self._layout)
         except OSError:
             code = None
         if code is None:
@@ -134,15 +135,17 @@ class CodeNames:
         return code if code.ident == ident else Unresolved.CODE_FREED
 
 
-def _read_code(mem: object, addr: int, code_type: int) -> _Code | None:
-    head = read_at(mem, addr, LINETABLE + 8)
+def _read_code(mem: object, addr: int, code_type: int, layout: PythonLayout) -> _Code | None:
+    head = read_at(mem, addr, layout.code_size)
     if head is None or u64(head, OB_TYPE) != code_type:
         return None
-    firstlineno = int.from_bytes(head[FIRSTLINENO : FIRSTLINENO + 4], "little", signed=True)
-    filename_at, qualname_at = u64(head, FILENAME), u64(head, QUALNAME)
-    qualname_hash = read_at(mem, qualname_at + STR_HASH, 8) if qualname_at else None
-    filename, qualname = read_string(mem, filename_at), read_string(mem, qualname_at)
-    table = _bytes(mem, u64(head, LINETABLE))
+    at = layout.code_firstlineno
+    firstlineno = int.from_bytes(head[at : at + 4], "little", signed=True)
+    filename_at, qualname_at = u64(head, layout.code_filename), u64(head, layout.code_qualname)
+    qualname_hash = read_at(mem, qualname_at + layout.str_hash, 8) if qualname_at else None
+    filename = read_string(mem, filename_at, layout)
+    qualname = read_string(mem, qualname_at, layout)
+    table = _bytes(mem, u64(head, layout.code_linetable), layout)
     if filename is None or qualname is None or table is None or qualname_hash is None:
         return None
     ident = code_ident(firstlineno, filename_at, qualname_at, u64(qualname_hash, 0))
@@ -162,29 +165,32 @@ def u64(data: bytes, at: int) -> int:
     return int.from_bytes(data[at : at + 8], "little")
 
 
-def read_string(mem: object, addr: int) -> str | None:
-    head = read_at(mem, addr, ASCII_DATA) if addr else None
+def read_string(mem: object, addr: int, layout: PythonLayout = LAYOUT_311) -> str | None:
+    """A compact str object's text (the state bits' places are the same 3.11 to 3.14)."""
+    head = read_at(mem, addr, layout.str_ascii_data) if addr else None
     if head is None:
         return None
     length, state = (
-        u64(head, STR_LENGTH),
-        int.from_bytes(head[STR_STATE : STR_STATE + 4], "little"),
+        u64(head, layout.str_length),
+        int.from_bytes(head[layout.str_state : layout.str_state + 4], "little"),
     )
     kind, compact, ascii_ = (state >> 2) & 7, (state >> 5) & 1, (state >> 6) & 1
     if not compact or length > MAX_STRING or kind not in (1, 2, 4):
         return None
-    data = read_at(mem, addr + (ASCII_DATA if ascii_ else COMPACT_DATA), length * kind)
+    data_at = layout.str_ascii_data if ascii_ else layout.str_compact_data
+    data = read_at(mem, addr + data_at, length * kind)
     if data is None:
         return None
     codec = {1: "latin-1", 2: "utf-16-le", 4: "utf-32-le"}[kind]
     return data.decode(codec, errors="replace")
 
 
-def _bytes(mem: object, addr: int) -> bytes | None:
-    head = read_at(mem, addr, BYTES_DATA) if addr else None
-    if head is None or u64(head, BYTES_SIZE) > MAX_LINETABLE:
+def _bytes(mem: object, addr: int, layout: PythonLayout) -> bytes | None:
+    head = read_at(mem, addr, layout.bytes_data) if addr else None
+    size = u64(head, layout.bytes_size) if head is not None else MAX_LINETABLE + 1
+    if size > MAX_LINETABLE:
         return None
-    return read_at(mem, addr + BYTES_DATA, u64(head, BYTES_SIZE))
+    return read_at(mem, addr + layout.bytes_data, size)
 
 
 def line_of(table: bytes, firstlineno: int, instr_index: int) -> int | None:

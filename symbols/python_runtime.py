@@ -1,14 +1,19 @@
 """Finding a process's CPython interpreter, for the in-kernel Python frame walker.
 
 Owns :func:`find_python`: from /proc/PID/maps, the interpreter binary or
-libpython mapped by a process; from its ELF symbols and load address,
-``_PyRuntime`` (hence ``autoTSSkey``, what bpf/python.bpf.c needs per
-process); from its memory, ``Py_Version``; and a self-check of the layout
-the walker and the code-object reader assume (``PyCode_Type``'s size and
-member offsets). The answer is a value: :class:`PythonRuntime`,
-:class:`PythonRefused` (a Python bpftop cannot verify: one line naming what
-was found; native stacks go on) or None (not Python). Results are cached by
-file identity.
+libpython mapped by a process (read through /proc/PID/map_files, so a
+target in another root or mount namespace is read as it sees its files);
+from its ELF symbols and load address, ``_PyRuntime``; from its memory,
+``Py_Version`` and the layout (:mod:`bpftop.symbols.python_layout`): 3.11's
+and 3.12's own tables, self-checked against ``PyCode_Type``'s size and
+member offsets; 3.13 and 3.14's from the target's ``_Py_DebugOffsets``,
+checked the same way. Where the thread's own state is: the gilstate TSS key
+(``autoTSSkey``: 3.11's at a known offset, 3.12+'s decoded from
+``PyGILState_GetThisThreadState``), else 3.13+'s thread-local
+``_Py_tss_tstate`` (set only while the thread holds the GIL). The answer is
+a value: :class:`PythonRuntime`, :class:`PythonRefused` (a Python bpftop
+cannot verify: one line naming what was found; native stacks go on) or None
+(not Python). Results are cached by file identity.
 """
 
 from __future__ import annotations
@@ -24,23 +29,37 @@ from elftools.elf.sections import SymbolTableSection
 
 from bpftop.symbols.elf_cache import FileId
 from bpftop.symbols.maps import MapEntry, parse_line
+from bpftop.symbols.python_eval import eval_ranges
+from bpftop.symbols.python_layout import (
+    LAYOUT_311,
+    LAYOUT_312,
+    TABLE_BYTES,
+    PythonLayout,
+    parse_debug_offsets,
+)
+from bpftop.symbols.python_tls import TlsAccess, tls_access, tss_key_offset
 
 PROC_ROOT = "/proc"
 _INTERPRETER = re.compile(r"(?:^|/)(?:python3\.\d+[a-z]*|libpython3\.\d+[a-z]*\.so[.\d]*)$")
-SYMBOLS = ("_PyRuntime", "Py_Version", "PyCode_Type", "_PyEval_EvalFrameDefault")
+SYMBOLS = (
+    "_PyRuntime",
+    "Py_Version",
+    "PyCode_Type",
+    "_PyEval_EvalFrameDefault",
+    "PyThreadState_GetUnchecked",  # 3.13+: reads _Py_tss_tstate, decoded for its TLS offset
+    "PyGILState_GetThisThreadState",  # 3.13+: reads autoTSSkey, decoded for its offset
+)
+VERSION_SYMBOLS = (
+    "PyThreadState_GetUnchecked",
+    "PyGILState_GetThisThreadState",
+)  # not looked for in .symtab when missing
+EVAL_PART = "_PyEval_EvalFrameDefault.part"  # pseudo-symbols: eval_ranges' parts
 # The types python_objects checks every object it reads against (all in .dynsym).
 TYPE_SYMBOLS = ("PyDict_Type", "PyUnicode_Type", "PyLong_Type", "PyModule_Type", "PyType_Type")
-# CPython 3.11 on x86-64 (DESIGN §5d), what the walker and the reader rely on.
+# CPython 3.11 on x86-64: the gilstate TSS key the walker finds the thread's state by.
 AUTO_TSS_KEY = 592  # _PyRuntime.gilstate.autoTSSkey
-CODE_BASICSIZE = 184  # sizeof(PyCodeObject) without bytecode: where it starts
-CODE_MEMBERS = {
-    "co_firstlineno": 72,
-    "co_filename": 112,
-    "co_name": 120,
-    "co_qualname": 128,
-    "co_linetable": 136,
-}
-TP_BASICSIZE, TP_MEMBERS = 32, 240  # PyTypeObject fields (3.11)
+TP_BASICSIZE, TP_MEMBERS = 32, 240  # PyTypeObject fields (3.11 to 3.14)
+SUPPORTED = "CPython 3.11 to 3.14"
 MEMBER_DEF = struct.Struct("<QixxxxqixxxxQ")  # PyMemberDef: name, type, offset, flags, doc
 MAX_MEMBERS = 64
 
@@ -58,7 +77,10 @@ class ObjectTypes:
 
 @dataclass(frozen=True, slots=True)
 class PythonRuntime:
-    """A verified CPython 3.11: where its runtime is, in the process's addresses."""
+    """A verified CPython: where its runtime is, in the process's addresses,
+    and its layout. ``tls``: 3.13+'s thread-local thread state (None: 3.11's
+    TSS key); ``gil_holder`` / ``gil_locked``: addresses of the GIL's holder
+    pointer and locked flag (0: none)."""
 
     pid: int
     path: str
@@ -68,10 +90,22 @@ class PythonRuntime:
     code_type: int = 0  # &PyCode_Type
     eval_range: tuple[int, int] = (0, 0)  # [start, end) of _PyEval_EvalFrameDefault (hot part)
     types: ObjectTypes = ObjectTypes()
+    layout: PythonLayout = LAYOUT_311
+    tls: TlsAccess | None = None
+    tss_key: int = 0  # &autoTSSkey when known (3.11: always; 3.13+: decoded)
+    gil_holder: int = 0
+    gil_locked: int = 0
+    # The eval loop's parts (the hot one first, then its cold parts): a native
+    # frame in one of them runs Python code.
+    eval_ranges: tuple[tuple[int, int], ...] = ()
+
+    def in_eval(self, addr: int) -> bool:
+        return any(start <= addr < end for start, end in self.eval_ranges)
 
     @property
     def tss_key_addr(self) -> int:
-        return self.runtime_addr + AUTO_TSS_KEY
+        """&_PyRuntime's gilstate TSS key; 0 where the thread-local is used."""
+        return self.tss_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,16 +187,18 @@ def _read_elf(
                     if found and found[0]["st_value"]:
                         symbols.setdefault(symbol, found[0]["st_value"])
                         sizes.setdefault(symbol, found[0]["st_size"])
-                if len(symbols) == len(SYMBOLS) + len(TYPE_SYMBOLS):
+                if all(n in symbols for n in SYMBOLS + TYPE_SYMBOLS if n not in VERSION_SYMBOLS):
                     break  # .dynsym had them all: the larger .symtab is not read
+            if "_PyEval_EvalFrameDefault" in symbols:  # its parts, as pseudo-symbols
+                parts = eval_ranges(
+                    elf, symbols["_PyEval_EvalFrameDefault"], sizes["_PyEval_EvalFrameDefault"]
+                )
+                for i, (start, end) in enumerate(parts):
+                    symbols[f"{EVAL_PART}{i}"], symbols[f"{EVAL_PART}{i}.end"] = start, end
     except (OSError, ELFError, ValueError):
         return None
     if "_PyRuntime" not in symbols:
         return None
-    if "_PyEval_EvalFrameDefault" in symbols:  # its end, as a pseudo-symbol
-        symbols["_PyEval_EvalFrameDefault.end"] = (
-            symbols["_PyEval_EvalFrameDefault"] + sizes["_PyEval_EvalFrameDefault"]
-        )
     return symbols, segments
 
 
@@ -170,25 +206,118 @@ def _check(
     pid: int, path: str, symbols: dict[str, int], bias: int, mem: object
 ) -> PythonRuntime | PythonRefused:
     reader = _Memory(mem)
-    version = "unknown version"
+    version, minor = "unknown version", 0
     if "Py_Version" in symbols:
         hexversion = reader.u32(symbols["Py_Version"] + bias)
         if hexversion is not None:
-            version = _version_text(hexversion)
-    if not version.startswith("3.11."):
-        return _refused(pid, path, version, "only CPython 3.11 is supported")
-    problem = _code_layout_problem(reader, symbols.get("PyCode_Type"), bias)
+            version, minor = _version_text(hexversion), (hexversion >> 16) & 0xFF
+            if hexversion >> 24 != 3:
+                minor = 0
+    runtime = symbols["_PyRuntime"] + bias
+    tls: TlsAccess | None = None
+    tss_key = 0
+    if minor == 11:
+        layout: PythonLayout | str = LAYOUT_311
+        gil_holder, gil_locked = runtime + LAYOUT_311.gil_holder, 0
+        tss_key = runtime + AUTO_TSS_KEY
+    elif minor == 12:  # bpftop's table, checked below; the key's place decoded
+        layout = LAYOUT_312
+        tss_key = _tss_key(reader, symbols, bias, runtime)
+        if not tss_key:
+            return _refused(pid, path, version, "its gilstate key was not found")
+        gil_holder, gil_locked = _gil_addresses(reader, runtime, layout)
+    elif minor in (13, 14):
+        layout = _debug_layout(reader, runtime, minor)
+        tss_key = _tss_key(reader, symbols, bias, runtime)
+        # The thread-local (the thread's state only while it holds the GIL):
+        # used when the key is not found.
+        found = _thread_state_tls(reader, symbols, bias)
+        if isinstance(found, str) and not tss_key:
+            return _refused(pid, path, version, found)
+        tls = None if isinstance(found, str) else found
+        gil_holder, gil_locked = _gil_addresses(reader, runtime, layout)
+    else:
+        return _refused(pid, path, version, f"only {SUPPORTED} are supported")
+    if isinstance(layout, str):
+        return _refused(pid, path, version, layout)
+    problem = _code_layout_problem(reader, symbols.get("PyCode_Type"), bias, layout)
     if problem:
         return _refused(pid, path, version, problem)
-    eval_range = (
-        symbols.get("_PyEval_EvalFrameDefault", -bias) + bias,
-        symbols.get("_PyEval_EvalFrameDefault.end", -bias) + bias,
-    )
+    eval_ranges: list[tuple[int, int]] = []
+    while f"{EVAL_PART}{len(eval_ranges)}" in symbols:
+        part = f"{EVAL_PART}{len(eval_ranges)}"
+        eval_ranges.append((symbols[part] + bias, symbols[f"{part}.end"] + bias))
     code_type = symbols["PyCode_Type"] + bias
     types = ObjectTypes(*(symbols[name] + bias if name in symbols else 0 for name in TYPE_SYMBOLS))
     return PythonRuntime(
-        pid, path, version, symbols["_PyRuntime"] + bias, bias, code_type, eval_range, types
+        pid,
+        path,
+        version,
+        runtime,
+        bias,
+        code_type,
+        eval_ranges[0] if eval_ranges else (0, 0),
+        types,
+        layout,
+        tls,
+        tss_key,
+        gil_holder,
+        gil_locked,
+        tuple(eval_ranges),
     )
+
+
+def _debug_layout(reader: _Memory, runtime: int, minor: int) -> PythonLayout | str:
+    """The layout from the target's _Py_DebugOffsets (the first field of _PyRuntime)."""
+    data = reader.read(runtime, TABLE_BYTES)
+    if data is None:
+        return "_PyRuntime unreadable"
+    return parse_debug_offsets(data, minor)
+
+
+def _thread_state_tls(reader: _Memory, symbols: dict[str, int], bias: int) -> TlsAccess | str:
+    """Where 3.13+ keeps each thread's own state: decoded from the exported
+    accessor that reads ``_Py_tss_tstate`` (stripped binaries have no symbol
+    for the variable itself)."""
+    accessor = symbols.get("PyThreadState_GetUnchecked")
+    if accessor is None:
+        return "PyThreadState_GetUnchecked not found to locate the thread state"
+    code = reader.read(accessor + bias, 32)
+    if code is None:
+        return "PyThreadState_GetUnchecked unreadable"
+    found = tls_access(code, accessor + bias, reader.u64)
+    return found if found is not None else "the thread state's TLS access is not one bpftop reads"
+
+
+def _tss_key(reader: _Memory, symbols: dict[str, int], bias: int, runtime: int) -> int:
+    """&_PyRuntime's gilstate TSS key (3.12+), decoded from
+    PyGILState_GetThisThreadState and checked: initialized, a key glibc keeps
+    in the thread's first block (below 32). 0 when not found so."""
+    accessor = symbols.get("PyGILState_GetThisThreadState")
+    code = reader.read(accessor + bias, 32) if accessor is not None else None
+    if accessor is None or code is None:
+        return 0
+    offset = tss_key_offset(code, accessor + bias, runtime, reader.u64)
+    key = reader.read(runtime + offset, 8) if offset is not None and 0 < offset < 1 << 20 else None
+    if offset is None or key is None:
+        return 0
+    initialized, number = struct.unpack("<iI", key)
+    return runtime + offset if initialized == 1 and number < 32 else 0
+
+
+def _gil_addresses(reader: _Memory, runtime: int, layout: PythonLayout | str) -> tuple[int, int]:
+    """The main interpreter's GIL holder and locked flag (0, 0: unreadable)."""
+    if isinstance(layout, str) or not layout.gil_in_interp:
+        return 0, 0
+    interp = reader.u64(runtime + layout.interpreters_head)
+    if not interp:
+        return 0, 0
+    return interp + layout.gil_holder, interp + layout.gil_locked
+
+
+def refusal(runtime: PythonRuntime, why: str) -> PythonRefused:
+    """``runtime`` refused after all: ``why`` (a phrase) says why."""
+    return _refused(runtime.pid, runtime.path, runtime.version, why)
 
 
 def _refused(pid: int, path: str, version: str, why: str) -> PythonRefused:
@@ -204,13 +333,22 @@ def _version_text(hexversion: int) -> str:
     return f"{major}.{minor}.{micro}"
 
 
-def _code_layout_problem(reader: _Memory, code_type: int | None, bias: int) -> str:
-    """ "" when PyCode_Type says code objects are laid out as the reader expects."""
+def _code_layout_problem(
+    reader: _Memory, code_type: int | None, bias: int, layout: PythonLayout
+) -> str:
+    """ "" when PyCode_Type says code objects are laid out as ``layout`` says."""
     if code_type is None:
         return "PyCode_Type not found to check the code object layout"
     basicsize = reader.u64(code_type + bias + TP_BASICSIZE)
-    if basicsize != CODE_BASICSIZE:
-        return f"code objects are {basicsize} bytes, expected {CODE_BASICSIZE}"
+    if basicsize != layout.code_size:
+        return f"code objects are {basicsize} bytes, expected {layout.code_size}"
+    expected = {
+        "co_firstlineno": layout.code_firstlineno,
+        "co_filename": layout.code_filename,
+        "co_name": layout.code_name,
+        "co_qualname": layout.code_qualname,
+        "co_linetable": layout.code_linetable,
+    }
     members = reader.u64(code_type + bias + TP_MEMBERS)
     table = reader.read(members, MEMBER_DEF.size * MAX_MEMBERS) if members else None
     if table is None:
@@ -220,9 +358,9 @@ def _code_layout_problem(reader: _Memory, code_type: int | None, bias: int) -> s
         if not name_at:
             break
         name = reader.cstring(name_at)
-        if name in CODE_MEMBERS:
+        if name in expected:
             offsets[name] = offset
-    wrong = [n for n, want in CODE_MEMBERS.items() if offsets.get(n) != want]
+    wrong = [n for n, want in expected.items() if offsets.get(n) != want]
     return f"code object members at unexpected offsets: {', '.join(wrong)}" if wrong else ""
 
 

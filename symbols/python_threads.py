@@ -10,7 +10,8 @@ internal headers; checked by the dict type there) -> ``sys.modules['threading']`
 against its type (:class:`~bpftop.symbols.python_objects.ObjectReader`); the
 ``_active`` dict's address is kept (the module never rebinds it) and checked
 again at each read. A process that never imported ``threading``, or whose
-objects cannot be read, gives a reason instead of names.
+objects cannot be read, gives a reason instead of names; so does a 3.13+
+process (its objects' layouts, dict and instance attributes, are not read).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from __future__ import annotations
 from bpftop.symbols.python_objects import ObjectReader
 from bpftop.symbols.python_runtime import PythonRuntime
 
-INTERPRETERS_HEAD = 40  # _PyRuntime.interpreters.head
-INTERP_MODULES = 888  # PyInterpreterState.modules (sys.modules)
 MAX_THREADS = 4096  # a bigger _active is not read
 
 
@@ -57,8 +56,11 @@ class PythonThreadNames:
         return names
 
     def _find_active(self, reader: ObjectReader) -> int | str:
-        interp = reader.pointer(self.runtime.runtime_addr + INTERPRETERS_HEAD)
-        modules = reader.pointer(interp + INTERP_MODULES) if interp else 0
+        layout = self.runtime.layout
+        if not layout.imports_modules:
+            return f"threading names are read from CPython 3.11 only (not {self.runtime.version})"
+        interp = reader.pointer(self.runtime.runtime_addr + layout.interpreters_head)
+        modules = reader.pointer(interp + layout.imports_modules) if interp else 0
         if not reader.is_a(modules, self.runtime.types.dict_type):
             return "no sys.modules dict where expected"
         threading = reader.dict_get(modules, "threading")

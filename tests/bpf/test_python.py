@@ -1,4 +1,5 @@
-"""Python frames from the kernel walker (bpf/python.bpf.c) on Debian's python3.11.
+"""Python frames from the kernel walker (bpf/python.bpf.c) on Debian's python3.11,
+and python3.13 / python3.14 in Debian roots run with chroot (tests/pythons.py).
 
 The workload (tests/workloads/py_split.py) prints each function's code
 object address first (``id(code)``), so the kernel's records are checked
@@ -8,6 +9,7 @@ against the truth without any naming on our side.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import subprocess
 import time
@@ -17,23 +19,30 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.bpf.python_walk import MAX_FRAMES, PythonProcess
+from bpftop.bpf.python_walk import MAX_FRAMES
 from bpftop.bpf.raw import RawSample
 from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
+from bpftop.tui.collect.python_procs import walker_process
+from tests.pythons import ALL, PY311, PY313, PYENV312, PYENV313, Interpreter
 
-PYTHON311 = "/usr/bin/python3.11"
+WITH_312 = (PY311, PYENV312, *ALL[1:])
+
+PYTHON311 = PY311.binary
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
 SAMPLE_HZ = 499  # enough samples in a few seconds for a share within ± 3 points
-PYTHON312 = Path.home() / ".pyenv/versions/3.12.1/bin/python3.12"
+PYTHON310 = Path.home() / ".pyenv/versions/3.10.13/bin/python3.10"  # a version bpftop refuses
 
 
 class Workload:
     """A running py_split.py: its process and its functions' code addresses."""
 
-    def __init__(self, python: str, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [python, str(WORKLOAD), *args], stdout=subprocess.PIPE, text=True
-        )
+    def __init__(self, python: str | Interpreter, *args: str) -> None:
+        if isinstance(python, Interpreter):
+            self.proc = python.popen(WORKLOAD, *args, stdout=subprocess.PIPE)
+        else:
+            self.proc = subprocess.Popen(
+                [python, str(WORKLOAD), *args], stdout=subprocess.PIPE, text=True
+            )
         assert self.proc.stdout is not None
         self.code: dict[str, int] = json.loads(self.proc.stdout.readline())
         self.name_of = {addr: name for name, addr in self.code.items()}
@@ -61,7 +70,9 @@ def _sample(sampler: CpuSampler, workload: Workload, seconds: float) -> list[Raw
     runtime = find_python(workload.proc.pid)
     assert isinstance(runtime, PythonRuntime), runtime
     assert sampler.python is not None and sampler.python.usable
-    sampler.python.describe(workload.proc.pid, PythonProcess(runtime.tss_key_addr))
+    process = walker_process(runtime)
+    assert not isinstance(process, str), process
+    sampler.python.describe(workload.proc.pid, process)
     sampler.set_targets([workload.proc.pid])
     sampler.drain()
     samples: list[RawSample] = []
@@ -90,8 +101,9 @@ def _whole_chain(workload: Workload, sample: RawSample) -> str | None:
     return None
 
 
-def test_split_is_seen_with_whole_python_chains(sampler: CpuSampler) -> None:
-    workload = Workload(PYTHON311, "split", "60")
+@pytest.mark.parametrize("python", (*WITH_312, PYENV313), ids=str)
+def test_split_is_seen_with_whole_python_chains(sampler: CpuSampler, python: Interpreter) -> None:
+    workload = Workload(python, "split", "60")
     try:
         samples = _sample(sampler, workload, 6.0)
     finally:
@@ -109,8 +121,39 @@ def test_split_is_seen_with_whole_python_chains(sampler: CpuSampler) -> None:
     assert len(indexes) > 3 and max(indexes) < 1000
 
 
-def test_threads_are_attributed_to_their_own_thread(sampler: CpuSampler) -> None:
-    workload = Workload(PYTHON311, "threads", "60")
+@pytest.mark.parametrize("python", (PY313, PYENV313), ids=str)
+def test_the_thread_local_thread_state_walks_a_thread_holding_the_gil(
+    sampler: CpuSampler, python: Interpreter
+) -> None:
+    """Without the gilstate key, 3.13+'s thread-local _Py_tss_tstate: in the
+    executable's static TLS (Debian) or a shared libpython's block (pyenv,
+    through glibc's dtv). A CPU-bound thread holds the GIL: it is set."""
+    workload = Workload(python, "split", "60")
+    try:
+        runtime = find_python(workload.proc.pid)
+        assert isinstance(runtime, PythonRuntime) and runtime.tls is not None, runtime
+        assert (runtime.tls.module != 0) == (python is PYENV313)
+        process = walker_process(dataclasses.replace(runtime, tss_key=0))
+        assert not isinstance(process, str) and process.tss_key_addr == 0
+        assert sampler.python is not None
+        sampler.python.describe(workload.proc.pid, process)
+        sampler.set_targets([workload.proc.pid])
+        sampler.drain()
+        time.sleep(3.0)
+        samples = sampler.drain().samples
+        sampler.python.forget(workload.proc.pid)
+    finally:
+        workload.close()
+    total = sum(s.count for s in samples)
+    whole = sum(s.count for s in samples if _whole_chain(workload, s))
+    assert total > 100 and whole / total >= 0.95, (whole, total)
+
+
+@pytest.mark.parametrize("python", WITH_312, ids=str)
+def test_threads_are_attributed_to_their_own_thread(
+    sampler: CpuSampler, python: Interpreter
+) -> None:
+    workload = Workload(python, "threads", "60")
     try:
         left, right = map(int, workload.line().split())
         samples = _sample(sampler, workload, 5.0)
@@ -132,10 +175,13 @@ def test_threads_are_attributed_to_their_own_thread(sampler: CpuSampler) -> None
         assert counts[own] / counts.total() >= 0.95, f"thread {tid}: {counts}"
 
 
-def test_deep_recursion_is_cut_at_the_root_and_counted(sampler: CpuSampler) -> None:
+@pytest.mark.parametrize("python", WITH_312, ids=str)
+def test_deep_recursion_is_cut_at_the_root_and_counted(
+    sampler: CpuSampler, python: Interpreter
+) -> None:
     assert sampler.python is not None
     before = sampler.python.counts().truncated
-    workload = Workload(PYTHON311, "deep", "60", "200")
+    workload = Workload(python, "deep", "60", "200")
     try:
         samples = _sample(sampler, workload, 4.0)
     finally:
@@ -170,15 +216,15 @@ def test_a_process_that_is_not_python_keeps_native_stacks(
 
 
 def test_an_unverified_python_version_is_refused_in_one_line() -> None:
-    if not PYTHON312.exists():
-        pytest.fail(f"{PYTHON312} is needed (pyenv's 3.12.1, present on the build machines)")
-    workload = Workload(str(PYTHON312), "split", "30")
+    if not PYTHON310.exists():
+        pytest.fail(f"{PYTHON310} is needed (pyenv's 3.10.13, present on the build machines)")
+    workload = Workload(str(PYTHON310), "split", "30")
     try:
         found = find_python(workload.proc.pid)
     finally:
         workload.close()
     assert isinstance(found, PythonRefused)
-    assert "3.12.1" in found.message and "\n" not in found.message
+    assert "3.10.13" in found.message and "\n" not in found.message
     assert "native stacks go on" in found.message
 
 

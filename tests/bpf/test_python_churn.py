@@ -1,5 +1,6 @@
 """Freed code objects never give a wrong name (issue 17's "Must show"), end to
-end with `bpftop record -p PID` on Debian's python3.11.
+end with `bpftop record -p PID` on Debian's python3.11, python3.13 and
+python3.14 (tests/pythons.py).
 
 tests/workloads/py_churn.py keeps compiling new functions ``gen_N`` from
 files ``<gen-N>``, runs each for BUSY_MS of CPU time and frees it KEEP
@@ -27,8 +28,8 @@ import pytest
 
 from tests.bpf.test_python_record import PY_FRAME, _python_frames, _record
 from tests.bpf.test_record import parse_folded
+from tests.pythons import ALL, PY311, Interpreter
 
-PYTHON311 = "/usr/bin/python3.11"
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_churn.py"
 LINES = 6  # py_churn.py's SOURCE: gen_N spans lines 1..6 of <gen-N>
 SAMPLE_HZ, BUSY_MS = 499, 4
@@ -40,13 +41,12 @@ KEPT = 400  # seconds of life: longer than a drain, and reused in a 6 s record
 GEN = re.compile(r"^gen_(\d+)$")
 
 
-def _churn(keep: int, out: Path) -> tuple[dict[str, int], subprocess.CompletedProcess[str]]:
+def _churn(
+    keep: int, out: Path, python: Interpreter = PY311
+) -> tuple[dict[str, int], subprocess.CompletedProcess[str]]:
     """Record the churning workload for a few seconds; its summary, and the record."""
-    target = subprocess.Popen(
-        [PYTHON311, str(WORKLOAD), "300", str(BUSY_MS), str(keep)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+    target = python.popen(
+        WORKLOAD, "300", str(BUSY_MS), str(keep), stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         assert target.stdout is not None and target.stdin is not None
@@ -79,10 +79,13 @@ def _gen_samples(stacks: Counter[tuple[str, ...]]) -> tuple[Counter[int], list[s
     return per_gen, wrong
 
 
+@pytest.mark.parametrize("python", ALL, ids=str)
 @pytest.mark.parametrize("keep", [KEPT, 0], ids=["kept-seconds", "freed-at-once"])
-def test_freed_code_objects_never_get_a_wrong_name(keep: int, tmp_path: Path) -> None:
+def test_freed_code_objects_never_get_a_wrong_name(
+    keep: int, python: Interpreter, tmp_path: Path
+) -> None:
     out = tmp_path / "churn.folded"
-    summary, result = _churn(keep, out)
+    summary, result = _churn(keep, out, python)
     assert result.returncode == 0, result.stderr
     assert "internal error" not in result.stderr, result.stderr
     assert summary["addresses"] * 2 < summary["gens"], f"addresses were not reused: {summary}"

@@ -8,6 +8,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from bpftop.bpf.program import CpuSampler
 from bpftop.symbols.python_code import is_python_frame
 from bpftop.tui.collect.collector import Collector
@@ -18,16 +20,19 @@ from tests.bpf.test_collector import Watched
 from tests.bpf.test_python_record import PY_FRAME, PYTHON, WORKLOAD, _python_frames, _record
 from tests.bpf.test_record import parse_folded
 from tests.exports.consumers import go_pprof_raw
+from tests.pythons import ALL, PY311, PYENV312, Interpreter
 
 
-def _split_shares(stacks: Counter[tuple[str, ...]]) -> tuple[float, float, int]:
+def _split_shares(
+    stacks: Counter[tuple[str, ...]], file: str = str(WORKLOAD)
+) -> tuple[float, float, int]:
     """hot_a's share of hot_a + hot_b, the share of samples with the whole chain
     (<module>; main; run; hot_*), and the total."""
     total = sum(stacks.values())
     hot: Counter[str] = Counter()
     whole = 0
     for stack, count in stacks.items():
-        names = [name for name, file, _ in _python_frames(stack) if file == str(WORKLOAD)]
+        names = [name for name, f, _ in _python_frames(stack) if f == file]
         for func in ("hot_a", "hot_b"):
             if func in names:
                 hot[func] += count
@@ -169,7 +174,7 @@ def test_record_of_a_200_deep_recursion_keeps_the_innermost_frames_and_marks_the
 
 
 def test_multiprocessing_children_have_python_frames_from_their_first_samples(
-    tmp_path: Path,
+    tmp_path: Path, python: Interpreter = PY311
 ) -> None:
     """``--children``: the kernel gives a forked child its parent's interpreter
     entry, so its samples carry Python frames before user space has looked at
@@ -178,7 +183,7 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
     code objects are read leaves unnamed Python frames (see README)."""
     out = tmp_path / "children.folded"
     result = _record("--children", "-F", "199", "-d", "4", "-o", str(out), "--",
-                     PYTHON, str(WORKLOAD), "children", "3", timeout=180)  # fmt: skip
+                     *python.argv(WORKLOAD, "children", "3"), timeout=180)  # fmt: skip
     assert result.returncode == 0, result.stderr
     stacks = parse_folded(out)
     total = sum(stacks.values())
@@ -196,24 +201,29 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
     assert unmerged <= 0.12 * total, f"{unmerged} of {total} samples show the eval loop"
 
 
-def test_uprobe_hits_under_python_code_carry_the_python_chain(tmp_path: Path) -> None:
+def test_uprobe_hits_under_python_code_carry_the_python_chain(
+    tmp_path: Path, python: Interpreter = PY311
+) -> None:
     """``uprobe:c:clock_gettime`` on the split workload (``time.thread_time``
     calls it from ``burn``): each hit is named from the Python functions that
     led to it, the kprobe-type copy of the Python walker at work."""
     out = tmp_path / "uprobe.folded"
     result = _record("--probe", "uprobe:c:clock_gettime", "-d", "3", "-o", str(out), "--",
-                     PYTHON, str(WORKLOAD), "split", "6", timeout=180)  # fmt: skip
+                     *python.argv(WORKLOAD, "split", "6"), timeout=180)  # fmt: skip
     assert result.returncode == 0, result.stderr
     stacks = parse_folded(out)
     total = sum(stacks.values())
-    python = sum(c for s, c in stacks.items() if _python_frames(s))
-    assert total > 1_000 and python >= 0.95 * total, (python, total)
-    share_a, whole, _ = _split_shares(stacks)
+    with_python = sum(c for s, c in stacks.items() if _python_frames(s))
+    assert total > 1_000 and with_python >= 0.95 * total, (with_python, total)
+    share_a, whole, _ = _split_shares(stacks, python.path(WORKLOAD))
     assert abs(share_a - 70) <= 5 and whole >= 0.9, (share_a, whole)
     assert all(s[-1] == "clock_gettime" for s in stacks), "the probed function is the leaf"
 
 
-def test_gil_keeps_only_the_samples_of_threads_holding_the_gil(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python", (*ALL, PYENV312), ids=str)
+def test_gil_keeps_only_the_samples_of_threads_holding_the_gil(
+    python: Interpreter, tmp_path: Path
+) -> None:
     """Two threads on CPU: ``spin_left`` runs Python code (it holds the GIL),
     ``hash_right`` hashes 1 MiB blocks, which hashlib does without the GIL.
     Both are sampled; with ``--gil`` only ``spin_left`` is, as py-spy's --gil."""
@@ -221,7 +231,7 @@ def test_gil_keeps_only_the_samples_of_threads_holding_the_gil(tmp_path: Path) -
     for flag in ("", "--gil"):
         out = tmp_path / f"gil{flag}.folded"
         result = _record(*filter(None, [flag]), "-F", "199", "-d", "3", "-o", str(out), "--",
-                         PYTHON, str(WORKLOAD), "gil", "6", timeout=180)  # fmt: skip
+                         *python.argv(WORKLOAD, "gil", "6"), timeout=180)  # fmt: skip
         assert result.returncode == 0, result.stderr
         stacks = parse_folded(out)
         left = sum(c for s, c in stacks.items() if any(f.startswith("spin_left (") for f in s))

@@ -9,8 +9,11 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.bpf.test_python_record import PYTHON, _python_frames, _record
 from tests.bpf.test_record import parse_folded
+from tests.pythons import ALL, PY311, Interpreter
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_block.py"
 
@@ -24,21 +27,23 @@ def _by_chain(stacks: Counter[tuple[str, ...]]) -> Counter[tuple[str, ...]]:
 
 
 def _record_workload(
-    tmp_path: Path, probe: str, mode: str, *extra: str
+    tmp_path: Path, probe: str, mode: str, *extra: str, python: Interpreter = PY311
 ) -> Counter[tuple[str, ...]]:
     out = tmp_path / f"{mode}.folded"
-    result = _record(
-        "--probe", probe, "-d", "5", "-o", str(out), *extra, "--", PYTHON, str(WORKLOAD), mode, "7"
-    )
+    command = python.argv(WORKLOAD, mode, "7")
+    result = _record("--probe", probe, "-d", "5", "-o", str(out), *extra, "--", *command)
     assert result.returncode == 0, result.stderr
     return parse_folded(out)
 
 
-def test_offcpu_time_splits_by_python_function_with_whole_chains(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python", ALL, ids=str)
+def test_offcpu_time_splits_by_python_function_with_whole_chains(
+    python: Interpreter, tmp_path: Path
+) -> None:
     """a() sleeps 3x as long as b(): 75% / 25% of the off-CPU time under
     <module> -> main -> run, within 6 points; each keeps its own chain though
     the native stack below them is the same (clock_nanosleep from the eval loop)."""
-    chains = _by_chain(_record_workload(tmp_path, "offcpu", "sleep"))
+    chains = _by_chain(_record_workload(tmp_path, "offcpu", "sleep", python=python))
     head = ("<module>", "main", "run")
     a, b = chains[(*head, "a")], chains[(*head, "b")]
     total = sum(chains.values())
@@ -47,12 +52,13 @@ def test_offcpu_time_splits_by_python_function_with_whole_chains(tmp_path: Path)
     assert abs(a / (a + b) - 0.75) <= 0.06, chains
 
 
-def test_tracepoint_hits_carry_python_frames(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python", ALL, ids=str)
+def test_tracepoint_hits_carry_python_frames(python: Interpreter, tmp_path: Path) -> None:
     """write_a() writes 3 times per turn, write_b() once: the hits of
     sys_enter_write split 3:1 by Python function, exactly but for the cut at
     the end of the recording (a turn the recording ends in)."""
     probe = "tracepoint:syscalls:sys_enter_write"
-    chains = _by_chain(_record_workload(tmp_path, probe, "write"))
+    chains = _by_chain(_record_workload(tmp_path, probe, "write", python=python))
     head = ("<module>", "main", "run")
     a, b = chains[(*head, "write_a")], chains[(*head, "write_b")]
     assert b > 100, chains

@@ -17,11 +17,12 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from bpftop.bpf.python_walk import PythonProcess, PythonWalker
+from bpftop.bpf.python_walk import PythonWalker
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
+from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python, refusal
 from bpftop.tui.collect.python_frames import PythonFrames
+from bpftop.tui.collect.python_procs import walker_process
 
 RECHECK_S = 5.0  # a process without an interpreter is checked again after this
 
@@ -110,10 +111,16 @@ class PythonFeed:
             return
         found = self._found[pid] if pid in self._found else self._find(pid)
         if isinstance(found, PythonRuntime):
-            self._walker.describe(pid, PythonProcess(found.tss_key_addr))
+            process = walker_process(found)
+            if not isinstance(process, str):
+                self._walker.describe(pid, process)
 
     def _find(self, pid: int) -> PythonRuntime | PythonRefused | None:
         found = find_python(pid)
+        if isinstance(found, PythonRuntime):
+            unfit = walker_process(found)
+            if isinstance(unfit, str):
+                found = refusal(found, unfit)
         if found is None:
             self._checked_at[pid] = time.monotonic()
             return None

@@ -6,7 +6,7 @@ dropped when the process exec's or exits; :meth:`PythonFrames.merged` turns
 the kernel's ``(code address, instruction index, is_entry, identity)`` records into
 ``QUALNAME (FILE:LINE)`` frames and merges them py-spy's way: walking the
 native frames from the leaf, each frame of ``_PyEval_EvalFrameDefault``
-(recognized by address range, never by name) is replaced by the Python
+(recognized by address range, its cold parts included, never by name) is replaced by the Python
 frames up to and including the next entry frame (the outermost frame of one
 eval-loop invocation); other frames of the interpreter's own file are hidden;
 Python frames left over (the native walk stopped early, or no eval frame was
@@ -49,7 +49,9 @@ class PythonFrames:
         ``sample.user_stack``) with the sample's Python frames merged in."""
         names = self._names.get(runtime.pid)
         if names is None:
-            names = self._names[runtime.pid] = CodeNames(runtime.pid, runtime.code_type)
+            names = self._names[runtime.pid] = CodeNames(
+                runtime.pid, runtime.code_type, runtime.layout
+            )
         python = [
             (names.frame(code, index, ident), entry)
             for code, index, entry, ident in sample.python_stack
@@ -73,7 +75,7 @@ def merge(
         addr = addrs[min(at, len(addrs) - 1)] if addrs else 0
         lookup = addr if at == 0 else addr - 1  # a return address: its call
         at += 0 if frame.inlined else 1
-        if not frame.inlined and runtime.eval_range[0] <= lookup < runtime.eval_range[1]:
+        if not frame.inlined and runtime.in_eval(lookup):
             while taken < len(python):
                 out.append(python[taken][0])
                 taken += 1

@@ -1,0 +1,105 @@
+"""CPython 3.13 and 3.14 end to end: `bpftop record -p PID` of Debian's
+interpreters in their own roots (chroot: files read through /proc/PID/root
+and map_files, the kernel's thread ids), beside py-spy on the same process
+in the same run (tests/workloads/py_split.py's 70/30 split).
+
+bpftop samples CPU time in the kernel; py-spy samples in wall time and
+counts a thread waiting for a CPU as running, so both run at nice -20 with
+the workload (see tests/bpf/test_python_pyspy.py for what load does to it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.bpf.test_python_pyspy import NICE, PY_SPY
+from tests.bpf.test_python_record import _python_frames, _record
+from tests.bpf.test_record import parse_folded
+from tests.pythons import PY313, PY314, Interpreter
+
+WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"
+SAMPLE_HZ, SECONDS = 499, 8
+Stacks = Counter[tuple[str, ...]]
+
+
+def _split(stacks: Stacks, file: str) -> tuple[float, float, float, int]:
+    """hot_a's share of hot_a + hot_b; the share of samples with the whole
+    chain <module>; main; run; hot_*; the share whose Python frames sit
+    inside the native stack (after libc's start, as merged at the eval loop,
+    not appended at the root end); the total."""
+    total = sum(stacks.values())
+    hot: Counter[str] = Counter()
+    whole = inside = 0
+    for stack, count in stacks.items():
+        names = [name for name, f, _ in _python_frames(stack) if f == file]
+        for func in ("hot_a", "hot_b"):
+            if func in names:
+                hot[func] += count
+                whole += count if names[: names.index(func)] == ["<module>", "main", "run"] else 0
+        first = next((i for i, f in enumerate(stack) if f.startswith("<module> (")), -1)
+        if first > 0 and "__libc_start_main" in stack[:first]:
+            inside += count
+    share_a = 100 * hot["hot_a"] / max(1, hot["hot_a"] + hot["hot_b"])
+    return share_a, whole / max(1, total), inside / max(1, total), total
+
+
+@pytest.mark.parametrize("python", [PY313, PY314], ids=str)
+def test_record_pid_splits_70_30_beside_py_spy(python: Interpreter, tmp_path: Path) -> None:
+    assert PY_SPY.exists(), f"{PY_SPY} is missing: scripts/setup.sh installs py-spy"
+    target = subprocess.Popen(
+        ["nice", "-n", NICE, *python.argv(WORKLOAD, "split", "120")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        spy_command = [
+            "nice", "-n", NICE, str(PY_SPY), "record", "-p", str(target.pid),
+            "-r", str(SAMPLE_HZ), "-d", str(SECONDS + 4), "--format", "raw",
+            "-o", str(tmp_path / "py-spy.txt"),
+        ]  # fmt: skip
+        spy = subprocess.Popen(
+            spy_command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        out = tmp_path / "bpftop.folded"
+        # --no-early: perf_event samples from before BPF loads have no Python frames.
+        result = _record(
+            "-p", str(target.pid), "--no-early", "-F", str(SAMPLE_HZ), "-d", str(SECONDS),
+            "-o", str(out),
+        )  # fmt: skip
+        _, spy_err = spy.communicate(timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    assert result.returncode == 0, result.stderr
+    assert spy.returncode == 0, spy_err
+    assert "bpftop: warning" not in result.stderr, result.stderr
+    file = python.path(WORKLOAD)  # the file name the target sees
+    share_a, whole, inside, total = _split(parse_folded(out), file)
+    # py-spy names files by their base name.
+    spy_a, _, _, spy_total = _split(parse_folded(tmp_path / "py-spy.txt"), WORKLOAD.name)
+    note = (
+        f"{python}: bpftop hot_a {share_a:.1f}% ({total} samples, {whole:.1%} whole chains), "
+        f"py-spy {spy_a:.1f}% ({spy_total} samples)"
+    )
+    print(note)
+    assert total > 800 and spy_total > 400, note
+    assert whole >= 0.95, note
+    assert inside >= 0.95, f"Python frames not merged at the eval loop: {inside:.1%}"
+    assert abs(share_a - 70) <= 3, note
+    assert abs(share_a - spy_a) <= 3, note
+    # Lines: each caller's frame is at its call (instr_ptr of a calling frame).
+    source = WORKLOAD.read_text().splitlines()
+    lines = {
+        (name, line)
+        for stack in parse_folded(out)
+        for name, f, line in _python_frames(stack)
+        if f == file and name in ("hot_a", "hot_b")
+    }
+    assert {name for name, _ in lines} == {"hot_a", "hot_b"}, lines
+    assert all("burn(" in source[line - 1] for _, line in lines), lines
