@@ -199,7 +199,10 @@ def test_the_fallback_headers_notice_stays_in_every_snapshot(demo) -> None:
     # every snapshot says so (Diagnostics lists it) for as long as it samples, not
     # for one tick; until BPF is loaded, snapshots say it is still loading.
     watched = Watched(Collector(demo.pid, CpuSampler(99), interval_s=0.2))
-    notice = lambda s: any("no headers for kernel" in n for n in s.notices)  # noqa: E731
+
+    def notice(snap: Snapshot) -> bool:
+        return any("no headers for kernel" in n for n in snap.notices)
+
     try:
         first = watched.wait(notice, 60)
         watched.wait(lambda s: s.seq >= first.seq + 3, 10)
