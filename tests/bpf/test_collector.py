@@ -194,14 +194,21 @@ def test_headless_ticks_look_up_no_debug_packages(
     assert looked_up == [] and all(s.unknown == () for s in watched.snapshots)
 
 
-def test_the_fallback_headers_note_stays_in_every_snapshot(demo) -> None:
-    # This kernel has no headers of its own: BPF is compiled against Debian's,
-    # and the header must say so for as long as it samples, not for one tick.
+def test_the_fallback_headers_notice_stays_in_every_snapshot(demo) -> None:
+    # This kernel has no headers of its own: BPF is compiled against Debian's, and
+    # every snapshot says so (Diagnostics lists it) for as long as it samples, not
+    # for one tick; until BPF is loaded, snapshots say it is still loading.
     watched = Watched(Collector(demo.pid, CpuSampler(99), interval_s=0.2))
+
+    def notice(snap: Snapshot) -> bool:
+        return any("no headers for kernel" in n for n in snap.notices)
+
     try:
-        first = watched.wait(lambda s: "no headers for kernel" in s.message, 60)
+        first = watched.wait(notice, 60)
         watched.wait(lambda s: s.seq >= first.seq + 3, 10)
     finally:
         watched.collector.stop()
     later = [s for s in watched.snapshots if s.seq >= first.seq]
-    assert len(later) >= 4 and all("no headers for kernel" in s.message for s in later)
+    assert len(later) >= 4 and all(notice(s) and not s.bpf_loading for s in later)
+    assert all("no headers for kernel" not in s.message for s in later)
+    assert watched.snapshots[0].bpf_loading

@@ -78,9 +78,10 @@ async def test_filter_hides_other_stacks_and_w_writes_what_is_shown(tmp_path: Pa
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"write", "enter", "f")
-        assert app.state.filtering and "filter" in crumbs(app)
+        assert app.state.filtering and "filter % of matching stacks" in crumbs(app)
         labels = tree_labels(app)
         assert "hash_payload" not in labels and "send_response" in labels
+        assert tree_line(app, 0).lstrip().startswith("100.0%"), "% of the matching stacks"
         await pilot.press("1")
         assert "mix_round" not in top_column(app, 3)
         await pilot.press("w")

@@ -328,3 +328,21 @@ async def test_top_counts_inline_frames_in_their_function_and_i_shows_them_as_ro
         assert any("rotate_left (inlined)" in tree_line(app, y) for y in range(40))
         await pilot.press("i", "1")
         assert "rotate_left" not in {fn.label for fn in app.views.top_view.ordered}
+
+
+async def test_flame_title_shows_the_selected_frames_share() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("4")  # mix_round, the tree's selection
+        flame = app.views.flame_view
+        total = demo_snapshot().tree.total_count
+        mix = 100 * (4210 + 1175 + 180) / total  # every mix_round box: the hottest is one
+        title = str(flame.border_title)
+        assert title.startswith("Flame graph") and "mix_round: " in title
+        share = float(title.split("mix_round: ")[1].split("%")[0])
+        assert 0 < share < mix
+        await pilot.press("up")
+        assert "hash_payload: " in str(flame.border_title)
+        await pilot.press("home")  # the root: nothing to say
+        assert str(flame.border_title) == "Flame graph (icicle): ← → ↑ ↓ move, Enter zoom"

@@ -11,7 +11,6 @@ switching views, the user's choices, then pause, probe, help and export.
 
 from __future__ import annotations
 
-from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -23,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.header import header_text, placeholder_text, time_status
+from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
@@ -48,9 +47,6 @@ from bpftop.tui.views.flame import FlameView
 from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.widgets.background import Background
-
-RATE_HISTORY = 600
-"""Ticks of rate kept: a minute's worth at intervals down to 0.1 s (the sparkline's)."""
 
 
 def default_export_name(now: datetime | None = None) -> str:
@@ -104,11 +100,12 @@ class BpftopApp(SourceApp):
         self.state = ViewState()
         self.state.baseline = baseline
         self.state.show_idle = show_idle
-        self.rates: deque[float] = deque(maxlen=RATE_HISTORY)
+        self.rates = RateHistory()
         self.last_derived: Derived | None = None
         self._derived_probe = ""  # the probe last_derived shows
         self.deriving: Background[Derived] = Background(self, "derive")
         self.writing: Background[int | OutputError] = Background(self, "write")
+        self.told: set[str] = set()  # standing notices already said in a notification
 
     def compose(self) -> ComposeResult:
         yield Static(header_text(None, False, self.interval_s), id="header")
@@ -143,13 +140,17 @@ class BpftopApp(SourceApp):
     def on_new_snapshot(self, snapshot: Snapshot) -> None:
         """A snapshot arrived (on the app thread): track the rate, show unless paused."""
         if self.latest is None or snapshot.seq != self.latest.seq:
-            self.rates.append(snapshot.stats.samples_per_s)
+            self.rates.add(snapshot.stats)
+        for notice in snapshot.notices:  # standing facts: Diagnostics lists them; said once
+            if notice not in self.told:
+                self.told.add(notice)
+                self.notify(f"{notice} (see Diagnostics)", title="note", timeout=8)
         self.latest = snapshot
         if not self.paused:
             self.show(snapshot)
 
     def on_reset(self) -> None:
-        self.rates.clear()
+        self.rates.reset()
 
     def on_time_mode(self) -> None:
         self._refresh_header()
@@ -210,7 +211,9 @@ class BpftopApp(SourceApp):
 
     def _refresh_header(self) -> None:
         status = time_status(self.shown, self.mode_label, self.thread)
-        text = header_text(self.shown, self.paused, self.interval_s, tuple(self.rates), status)
+        probe = self.shown.stats.probe if self.shown is not None else ""
+        history, rate = self.rates.of(probe)
+        text = header_text(self.shown, self.paused, self.interval_s, history, status, rate)
         self.query_one("#header", Static).update(text, layout=False)  # always three lines
 
     def _refresh_crumbs(self) -> None:

@@ -1,13 +1,16 @@
-"""The header: what is profiled, how, and how honest the data is; and what an
-empty view says meanwhile (``placeholder_text``)."""
+"""The header: what is profiled, how, and how honest the data is (the rate per
+probe over real time: ``RateHistory``); and what an empty view says meanwhile
+(``placeholder_text``)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from rich.text import Text
 
-from bpftop.tui.model.snapshot import Phase, ProcessInfo, Snapshot
+from bpftop.tui.formats.measures import probe_measure
+from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
 
 CMDLINE_WIDTH = 72
 
@@ -35,6 +38,73 @@ def minute_of(rates: Sequence[float], interval_s: float, cells: int = SPARK_CELL
     recent = list(rates)[-ticks:]
     groups = [recent[max(0, end - per) : end] for end in range(len(recent), 0, -per)]
     return [sum(group) / len(group) for group in reversed(groups)][-cells:]
+
+
+RATE_WINDOW_S = 5.0
+"""The header's rate: counted over the last this many seconds of real time."""
+
+
+def real_rate(points: Sequence[tuple[float, int]], window_s: float = RATE_WINDOW_S) -> float | None:
+    """Samples per second of real time from ``points`` (a probe's elapsed seconds and
+    its count, oldest first): over the last ``window_s``, from the newest point at or
+    before its start (or the oldest point); None with fewer than two points."""
+    if len(points) < 2:
+        return None
+    now_s, now = points[-1]
+    older = [p for p in points[:-1] if p[0] <= now_s - window_s]
+    then_s, then = older[-1] if older else points[0]
+    span = now_s - then_s
+    return (now - then) / span if span > 0 else None
+
+
+RATE_HISTORY = 600
+"""Ticks of rate kept per probe: a minute's worth at intervals down to 0.1 s (the sparkline's)."""
+
+
+class RateHistory:
+    """Per probe: its (elapsed s, count) points and the rate of each tick, over
+    real time (``header.real_rate``). A probe switched back to counts on from where
+    it was, so its rate starts again from its next two points; a reset (counts going
+    down) starts from nothing."""
+
+    def __init__(self) -> None:
+        self._points: dict[str, deque[tuple[float, int]]] = {}
+        self._rates: dict[str, deque[float]] = {}
+        self._rate: dict[str, float | None] = {}
+        self._probe = ""
+
+    def add(self, stats: CollectionStats) -> None:
+        probe, point = stats.probe, (stats.elapsed_s, stats.total_samples)
+        points = self._points.setdefault(probe, deque(maxlen=RATE_HISTORY))
+        if not points or point[0] < points[-1][0] or point[1] < points[-1][1]:
+            points.clear()  # first seen, or reset: its counting began at 0 s with 0
+            points.append((0.0, 0))
+        elif probe != self._probe:
+            points.clear()  # switched back: it counts on from its next point
+        self._probe = probe
+        points.append(point)
+        rate = real_rate(list(points))
+        self._rate[probe] = rate
+        self._rates.setdefault(probe, deque(maxlen=RATE_HISTORY)).append(rate or 0.0)
+
+    def of(self, probe: str) -> tuple[tuple[float, ...], float | None]:
+        """The probe's per-tick rates (oldest first) and its latest rate."""
+        return tuple(self._rates.get(probe, ())), self._rate.get(probe)
+
+    def reset(self) -> None:
+        self._points.clear()
+        self._rates.clear()
+        self._rate.clear()
+
+    def __len__(self) -> int:
+        return sum(len(rates) for rates in self._rates.values())
+
+
+def count_word(probe: str) -> str:
+    """What the probe counts: ``samples``, ``hits`` (tracepoints, USDT), ``calls``
+    (uprobes, kprobes), ``returns`` (kretprobes), or an event's own name."""
+    measure = probe_measure(probe)
+    return measure.event if measure is not None else "samples"
 
 
 def sparkline(values: Sequence[float], width: int = 20) -> str:
@@ -70,9 +140,12 @@ def header_text(
     interval_s: float,
     rates: Sequence[float] = (),
     status: str = "",
+    rate: float | None = None,
 ) -> Text:
     """Three lines, most important first on each (lines are cut, never wrapped):
-    process and its resources; phase, rate and what was lost; probe and our cost."""
+    process and its resources; phase, rate and what was lost; probe and our cost.
+    ``rate``: the active probe's count per second of real time (``real_rate``);
+    ``rates``: its history, one value a tick (the sparkline)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     if snapshot is None:
         text.append("bpftop ", "bold")
@@ -80,21 +153,29 @@ def header_text(
         return text
     _append_process(text, snapshot)
     text.append("\n")
-    _append_counts(text, snapshot, paused, minute_of(rates, interval_s), status)
+    _append_counts(text, snapshot, paused, minute_of(rates, interval_s), status, rate)
     text.append("\nprobe ")
-    _append_probes(text, snapshot)
+    _append_probe(text, snapshot)
     stats = snapshot.stats
     if snapshot.phase is Phase.SAVED:
         if stats.elapsed_s:
             text.append(f"  recorded for {stats.elapsed_s:.0f}s")
+        _append_other_probes(text, snapshot)
         return text
-    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s  ")
-    _append_overhead(text, snapshot)
+    text.append("  ")
+    _append_overhead(text, snapshot)  # right after the probe: the line's end may be cut
+    text.append(f"  every {interval_s:g}s  elapsed {stats.elapsed_s:.0f}s")
+    _append_other_probes(text, snapshot)
     return text
 
 
 def _append_counts(
-    text: Text, snapshot: Snapshot, paused: bool, rates: Sequence[float], status: str
+    text: Text,
+    snapshot: Snapshot,
+    paused: bool,
+    rates: Sequence[float],
+    status: str,
+    rate: float | None,
 ) -> None:
     """The second line: phase, samples (or time) and their rate (``rates``: the
     last minute, ``SPARK_CELLS`` values), what was lost: perf-buffer events,
@@ -109,9 +190,9 @@ def _append_counts(
         seconds = snapshot.tree.total_count / 1e9
         text.append(f"  {seconds:,.3f} s of time in {snapshot.probe_events:,} events ")
     else:
-        text.append(f"  {stats.total_samples:,} samples  ")
+        text.append(f"  {stats.total_samples:,} {count_word(stats.probe)}  ")
     if not saved:
-        text.append(f"{stats.samples_per_s:,.1f}/s ")
+        text.append("…/s " if rate is None else f"{rate:,.1f}/s ")
         if rates:
             text.append(sparkline(rates, SPARK_CELLS), "green")
         text.append("  ")
@@ -135,18 +216,24 @@ def _append_counts(
         text.append(f"  {snapshot.message}", "italic")
 
 
-def _append_probes(text: Text, snapshot: Snapshot) -> None:
-    """The active probe, then the others used this session (each kept its profile)."""
-    active = snapshot.stats.probe
-    text.append(active, "bold reverse" if len(snapshot.probes) > 1 else "bold")
+def _append_probe(text: Text, snapshot: Snapshot) -> None:
+    """The active probe (once: the others and the switch's answer end the line)."""
+    text.append(snapshot.stats.probe, "bold reverse" if len(snapshot.probes) > 1 else "bold")
     if snapshot.weight_unit:
         text.append(" (time, ns)", "bold")
-    for spec in snapshot.probes:
-        if spec != active:
-            text.append(f" {spec}", "dim")
-    if snapshot.probe_message:
-        rejected = snapshot.probe_message.startswith("probe not changed")
-        text.append(f"  {snapshot.probe_message}", "bold red" if rejected else "cyan")
+
+
+def _append_other_probes(text: Text, snapshot: Snapshot) -> None:
+    """The other probes used this session (each kept its profile), and the last
+    switch's answer unless it only names the active probe."""
+    active = snapshot.stats.probe
+    others = [spec for spec in snapshot.probes if spec != active]
+    if others:
+        text.append("  also: " + " ".join(others), "dim")
+    message = snapshot.probe_message
+    if message and message != f"probe {active}":
+        rejected = message.startswith("probe not changed")
+        text.append(f"  {message}", "bold red" if rejected else "cyan")
 
 
 def _append_process(text: Text, snapshot: Snapshot) -> None:
@@ -183,6 +270,9 @@ def _append_overhead(text: Text, snapshot: Snapshot) -> None:
     o = snapshot.overhead
     busy = o.cpu_percent >= 10 or o.bpf_run_ns_per_s >= 50e6
     text.append("│ cost ", "dim")
+    if snapshot.bpf_loading and snapshot.phase is not Phase.EXITED:
+        text.append("starting BPF…", "magenta")  # the compile's CPU is not profiling's cost
+        return
     text.append(
         f"CPU {o.cpu_percent:.1f}% BPF {o.bpf_run_ns_per_s / 1e6:.2f}ms/s",
         "bold red" if busy else "",

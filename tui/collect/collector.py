@@ -132,7 +132,8 @@ class Collector:
         self._early_perf = early
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
-        self._note = ""  # said in every snapshot: BPF could not load, or fallback headers
+        self._note = ""  # said in every snapshot: BPF could not load
+        self._notices: tuple[str, ...] = ()  # standing facts (fallback headers): Diagnostics
         self.bpf_problem = ""  # why BPF could not load, when perf_event sampled instead
         # When the samples that count began (CLOCK_MONOTONIC s; None: not yet):
         # the early sampler's start, unless every target's early samples are left out.
@@ -280,7 +281,8 @@ class Collector:
             self._on_exec(self.pid)
             self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
             resume(self._launched)
-        self._note = self._sampler.header_note
+        note = self._sampler.header_note
+        self._notices = (note,) if note else ()
         self._post(Phase.SAMPLING, self._note)
 
     def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
@@ -458,6 +460,8 @@ class Collector:
             unwind=facts.unwind,
             python=facts.python,
             bpf_problem=self.bpf_problem,
+            bpf_loading=not self.bpf_problem and not self._bpf_ready,
+            notices=self._notices,
         )
         self.last = snap
         self._on_snapshot(snap)

@@ -70,15 +70,23 @@ def _duration(ns: int) -> str:
 
 def measure_of(meta: ProfileMeta) -> Measure:
     """What a count of a profile recorded with ``meta`` is."""
+    found = probe_measure(meta.probe)
+    if found is not None:
+        return found
+    if meta.timed:
+        return Measure("samples", "wall")
+    hz = meta.frequency_hz
+    return Measure("samples", "cpu", 1_000_000_000 // hz) if hz > 0 else Measure()
+
+
+def probe_measure(probe: str) -> Measure | None:
+    """What a count of ``probe`` is; None for a spec that does not parse."""
     try:
-        spec = parse_spec(meta.probe) if meta.probe else None
+        spec = parse_spec(probe) if probe else None
     except ProbeSpecError:
         spec = None
     if spec is None:
-        if meta.timed:
-            return Measure("samples", "wall")
-        hz = meta.frequency_hz
-        return Measure("samples", "cpu", 1_000_000_000 // hz) if hz > 0 else Measure()
+        return None
     kind = spec.kind
     if kind is ProbeKind.PROFILE:
         return Measure("samples", "cpu", 1_000_000_000 // max(1, spec.number))

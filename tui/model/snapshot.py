@@ -282,3 +282,5 @@ class Snapshot:
     unwind: UnwindState | None = None  # the .eh_frame walker's tables (None: no walker)
     python: PythonCounts | None = None  # what the Python frame walker did (None: none)
     bpf_problem: str = ""  # why BPF could not load: every sample is perf_event's
+    bpf_loading: bool = False  # BPF is still compiling or loading: no BPF cost to show yet
+    notices: tuple[str, ...] = ()  # standing facts of the run (fallback kernel headers)

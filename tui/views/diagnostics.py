@@ -188,8 +188,10 @@ def overhead_text(snapshot: Snapshot) -> Text:
 def diagnostics(snapshot: Snapshot | None) -> RenderableType:
     if snapshot is None:
         return Text("no data yet", "italic")
+    notices = [Text(f"Note: {notice}", "yellow") for notice in snapshot.notices]
     return Group(
         verdict(snapshot),
+        *notices,
         Text(""),
         counters_table(snapshot),
         Text(""),

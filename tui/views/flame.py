@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
@@ -91,6 +92,7 @@ class FlameView(CachedLinesView, can_focus=True):
         self.match: Match | None = None
         self.placeholder = "no samples yet"
         self._pending: NodeKey | None = None
+        self._title: str | None = None  # the border title before the selection's share
 
     @property
     def rows(self) -> list[list[Span]]:
@@ -125,6 +127,7 @@ class FlameView(CachedLinesView, can_focus=True):
             self._apply_follow()
         self.virtual_size = Size(0, len(self._rows))  # lines are cut to width
         self._scroll_selected_visible()
+        self._title_selected()
         self.redraw()
 
     def _rows_of(self, root_path: NodePath, width: int) -> list[list[Span]]:
@@ -159,7 +162,25 @@ class FlameView(CachedLinesView, can_focus=True):
         self._scroll_selected_visible()
         root = len(self._root_path)
         self.redraw_lines(len(before) - root, len(path) - root)  # the rows of both boxes
+        self._title_selected()
         return True
+
+    def selected_share(self) -> str:
+        """The selected box's name and share of the whole profile (the title's end)."""
+        node = node_at(self._tree, self.selected) if len(self.selected) >= 1 else None
+        if node is None:
+            return ""
+        total = max(1, self._tree.total_count)
+        return (
+            f"{node.label}: {100 * node.total_count / total:.1f}% total, "
+            f"{100 * node.self_count / total:.1f}% self"
+        )
+
+    def _title_selected(self) -> None:
+        if self._title is None:
+            self._title = str(self.border_title or "")
+        share = self.selected_share()
+        self.border_title = Content.assemble(self._title, ("  │ " + share) if share else "")
 
     def follow(self, key: NodeKey) -> None:
         """Select the hottest box of a function at the next ``set_tree`` (or layout)."""

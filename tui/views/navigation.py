@@ -60,6 +60,7 @@ def breadcrumb_text(
         text.append(f"/{state.pattern}/", "bold magenta")
         if state.filtering:
             text.append(" filter", "bold reverse magenta")
+            text.append(" % of matching stacks", "magenta")  # not of the whole profile
     if state.baseline is not None:
         text.append("  │ ", "dim")
         text.append(f"Δ vs baseline of {state.baseline.total:,}", "bold yellow")

@@ -101,11 +101,12 @@ class ThreadsView(RowsView):
         for i, cell in enumerate(cells):
             width = COLUMNS[i][1] if i < len(COLUMNS) else BAR_WIDTH
             line.add(" ")
-            if i in (0, 2, 3) and cell.cells < width:
-                line.add(" " * (width - cell.cells))
-            line.extend(cell.cut(width))
-            if i not in (0, 2, 3) and cell.cells < width:
-                line.add(" " * (width - cell.cells))
+            cell = cell.cut(width) if cell.cells > width else cell
+            pad = " " * (width - cell.cells)  # (cut pads too: pad once, on one side)
+            if i in (0, 2, 3):
+                line.add(pad).extend(cell)
+            else:
+                line.extend(cell).add(pad)
         return line
 
     def action_choose(self) -> None:
