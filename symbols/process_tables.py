@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from bpftop.symbols.code_ranges import PROC_ROOT, CodeRange, code_ranges
 from bpftop.symbols.stack_walk import TableLookup
@@ -155,6 +155,20 @@ class ProcessTables:
             if table is not None:
                 self._tables.setdefault(code.key, table)
         return code.key in self._tables
+
+    def load_at(self, pid: int, addresses: Iterable[int]) -> bool:
+        """Build or load now the tables of the files ``pid`` maps at ``addresses``
+        and not tried yet (for a walk that just missed them; each file is tried
+        once). True when a table was added."""
+        ranges = self._process(pid).state[0]
+        starts = [code.start for code in ranges]
+        added = False
+        for pc in addresses:
+            at = bisect.bisect_right(starts, pc) - 1
+            if at >= 0 and pc < ranges[at].end and not self.has(ranges[at].key):
+                self._load(ranges[at])
+                added = added or self._tables.get(ranges[at].key) is not None
+        return added
 
     def has(self, key: str) -> bool:
         """Was the file named ``key`` tried (built, loaded, or found without CFI)?"""

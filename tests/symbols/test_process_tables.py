@@ -99,3 +99,17 @@ def test_a_gone_process_gives_no_lookups(unwind_dir: Path) -> None:
     assert tables.lookup_for(proc.pid)(0x401000) is None
     assert tables.missing(proc.pid) == () and tables.build_missing(proc.pid) == 0
     tables.forget(proc.pid)
+
+
+def test_load_at_loads_only_the_files_mapped_at_the_addresses(
+    two_chains: tuple[int, int], unwind_dir: Path
+) -> None:
+    pid, _ = two_chains
+    tables = ProcessTables(UnwindCache(str(unwind_dir)))
+    exe = _exe_range(pid)
+    others = {c.key for c in tables.missing(pid)} - {exe.key}
+    assert tables.lookup_for(pid)(exe.start) is None
+    assert tables.load_at(pid, [exe.start, 0])  # 0: mapped nowhere, ignored
+    assert tables.lookup_for(pid)(exe.start) is not None
+    assert {c.key for c in tables.missing(pid)} == others  # libc and the loader untouched
+    assert not tables.load_at(pid, [exe.start])  # tried once: nothing new

@@ -7,8 +7,9 @@ with the process's .eh_frame tables (:func:`~bpftop.symbols.stack_walk.walk_copi
 the same rules as the in-kernel walker), so early stacks of binaries without
 frame pointers are as complete as BPF's. The tables are built or loaded from
 the disk cache on a thread of their own, for the targets given at the start;
-until a file's table is there, or when a walk does not reach the end of the
-stack, the frame-pointer chain is used, and the sample's quality says which.
+a walk that meets a file not tried yet loads (or builds) that file's table at
+once and walks again; when a walk does not reach the end of the stack, the
+frame-pointer chain is used, and the sample's quality says which.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class EarlyStacks:
             lookup = self._lookups[sample.tgid] = self.tables.lookup_for(sample.tgid)
         regs = UserRegs(sample.regs.ip, sample.regs.sp, sample.regs.bp)
         walked = walk_copied_stack(regs, sample.stack_bytes, lookup)
+        if not walked.complete and self.tables.load_at(sample.tgid, walked.addresses):
+            # The walk met a file whose table the builder (niced, on a busy
+            # machine: seconds late) has not reached: load it now (the disk
+            # cache: milliseconds; cold: the same build, just earlier) and walk again.
+            walked = walk_copied_stack(regs, sample.stack_bytes, lookup)
         if walked.complete:
             return walked.addresses, EARLY_WALKED
         return sample.user_stack, EARLY_FP
