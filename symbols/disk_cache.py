@@ -35,7 +35,9 @@ from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
-FORMAT_VERSION = 3  # 2: keyed by size too; 3: places searched as the target sees them
+# 2: keyed by size too; 3: places searched as the target sees them; 4: PLT
+# stubs named, size-0 symbols bounded by their section.
+FORMAT_VERSION = 4
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16

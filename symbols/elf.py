@@ -27,6 +27,7 @@ from elftools.elf.elffile import ELFFile
 
 from bpftop.symbols.addresses import ElfVaddr, FileOffset
 from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.plt import plt_stubs
 
 STT_FUNC = 2
 STT_GNU_IFUNC = 10
@@ -37,6 +38,8 @@ STB_WEAK = 2
 # before the address (a small symbol nested inside a bigger one).
 NESTED_LOOKBACK = 4
 NT_GNU_BUILD_ID = 3
+# A PLT stub's rank against a symbol at the same address: below any real one.
+PLT_RANK = (True, False, -1 << 20)
 # A MiniDebugInfo blob larger than this (decompressed) is not believed.
 MAX_MINIDEBUGINFO_BYTES = 64 << 20
 
@@ -147,18 +150,23 @@ class ElfIndex:
         return self.source == "SHT_SYMTAB" or self.source.startswith("debug:")
 
     def with_symbols_of(self, debug: ElfIndex, source: str) -> ElfIndex:
-        """This file's segments and identity with ``debug``'s names."""
-        return ElfIndex.from_arrays(
-            self.segments,
-            debug.arrays(),
-            source,
-            build_id=self.build_id,
-            debuglink=self.debuglink,
+        """This file's segments and identity with ``debug``'s names, and this
+        file's PLT stubs (a debug file has no PLT to read them from)."""
+        stubs = [_Symbol(s, z, n, PLT_RANK) for n, s, z in self.functions() if n.endswith("@plt")]
+        if not stubs:
+            return ElfIndex.from_arrays(
+                self.segments, debug.arrays(), source, build_id=self.build_id,
+                debuglink=self.debuglink,
+            )  # fmt: skip
+        names = [_Symbol(s, z, n, (z > 0, True, 0)) for n, s, z in debug.functions()]
+        return ElfIndex(
+            self.segments, names + stubs, source, build_id=self.build_id, debuglink=self.debuglink
         )
 
     @property
     def has_symbols(self) -> bool:
-        return bool(self._starts)
+        """True when a symbol table names functions (PLT stubs alone do not count)."""
+        return any(not name.endswith("@plt") for name in self._names)
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -209,6 +217,7 @@ class ElfIndex:
                 if mini:
                     symbols = symbols + mini
                     source = "minidebuginfo" if source == "none" else source + "+minidebuginfo"
+            symbols += [_Symbol(*stub, PLT_RANK) for stub in plt_stubs(elf)]
             return cls(segments, symbols, source, build_id=build_id, debuglink=debuglink)
         except Exception as exc:  # pyelftools raises many kinds on bad input
             return ElfError(Unresolved.FILE_UNREADABLE, f"bad ELF: {type(exc).__name__}: {exc}")
@@ -257,6 +266,9 @@ def _functions(elf: Any, section_type: str) -> list[_Symbol]:
     data = section.data()
     fmt = _symbol_format(elf)
     entsize = int(section["sh_entsize"]) or fmt.size
+    bounds = [
+        (int(s["sh_addr"]), int(s["sh_addr"]) + int(s["sh_size"])) for s in elf.iter_sections()
+    ]
     symbols = []
     for pos in range(0, len(data) - fmt.size + 1, entsize):
         fields = fmt.unpack_from(data, pos)
@@ -272,6 +284,10 @@ def _functions(elf: Any, section_type: str) -> list[_Symbol]:
         if name:
             is_global = (info >> 4) in (STB_GLOBAL, STB_WEAK)
             rank = (size > 0, is_global, -(len(name) - len(name.lstrip("_"))))
+            if size == 0 and shndx < len(bounds) and bounds[shndx][0] <= value:
+                # A size-0 symbol (``_init``) ends with its section, never
+                # covering the next section's code (the PLT after .init).
+                size = max(0, bounds[shndx][1] - value)
             symbols.append(_Symbol(value, size, name, rank))
     return symbols
 

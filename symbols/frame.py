@@ -40,8 +40,19 @@ THREAD_ENTRY_FUNCTIONS = frozenset(
         "__clone",
         "__clone3",
         "thread_start",
+        # Go's runtime: a goroutine's stack ends in runtime.goexit, an M's (OS
+        # thread's) in runtime.mstart below runtime.clone, the first thread's in
+        # runtime.rt0_go; the linker adds an ABI suffix to assembly functions.
+        "runtime.goexit",
+        "runtime.mstart",
+        "runtime.clone",
+        "runtime.rt0_go",
+        "_rt0_amd64",
+        "_rt0_amd64_linux",
     }
 )
+# Go's linker names assembly functions NAME.abi0 (and a wrapper NAME.abiinternal).
+_GO_ABI_SUFFIXES = (".abi0", ".abiinternal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,12 @@ def looks_truncated(outermost: Frame, depth: int, max_depth: int) -> bool:
     unnamed one carries its own reason)."""
     if depth >= max_depth:
         return True
-    return outermost.function is not None and outermost.function not in THREAD_ENTRY_FUNCTIONS
+    name = outermost.function
+    if name is None:
+        return False
+    for suffix in _GO_ABI_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name not in THREAD_ENTRY_FUNCTIONS
 
 
 def truncation(outermost: Frame, depth: int, max_depth: int) -> Unresolved | None:

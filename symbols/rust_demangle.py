@@ -26,6 +26,8 @@ _BASIC = {
 _SIGNED = frozenset("alnisx")
 _UNSIGNED = frozenset("hmojty")
 _BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# ASCII digits only: str.isdigit() also takes "²" and friends, which int() refuses.
+DIGITS = frozenset("0123456789")
 MAX_DEPTH = 300  # nested paths and types (back-references included) before giving up
 _LEGACY_HASH = re.compile(r"^h[0-9a-f]{16}$")
 _LEGACY_ESCAPES = {
@@ -59,7 +61,7 @@ def _legacy(text: str) -> str | None:
     at = 0
     while at < len(text) and text[at] != "E":
         digits = at
-        while at < len(text) and text[at].isdigit():
+        while at < len(text) and text[at] in DIGITS:
             at += 1
         if digits == at:
             return None
@@ -152,7 +154,7 @@ class _V0:
         if self.eat("0"):
             return 0
         start = self.at
-        while self.peek().isdigit():
+        while self.peek() in DIGITS:
             self.at += 1
         if start == self.at:
             raise _Unreadable("decimal")
@@ -192,7 +194,7 @@ class _V0:
 
     # -- grammar ---------------------------------------------------------------
     def symbol(self) -> str:
-        if self.peek().isdigit():
+        if self.peek() in DIGITS:
             raise _Unreadable("encoding version")
         shown = self.path(True)
         if self.at < len(self.text):

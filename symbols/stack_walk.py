@@ -15,7 +15,10 @@ before the BPF program is compiled. The semantics are the kernel walker's:
   unchanged); PLT rows add 8 to the CFA when ``(pc & 15) >= arg``;
 - SIGNAL rows (``__restore_rt``): the interrupted rip, rbp and rsp are in the
   ucontext at rsp, and that rip is looked up as is;
-- STOP rows (``_start``, ``clone3``): the stack is complete;
+- STOP rows (``_start``, ``clone3``): the stack is complete; so is a zero
+  return address read by a table row: the runtime's end-of-stack mark where
+  no row says "undefined" (Go 1.19's ``runtime.goexit`` and ``runtime.mstart``
+  have plain rows, and the word above their return address is 0);
 - GAP rows and code without a table use the frame pointer when
   ``fp_fallback`` (the kernel's "auto" mode), else end the walk;
 - at most ``max_frames`` frames; a zero pc ends the walk.
@@ -71,6 +74,7 @@ class StopReason(StrEnum):
     """Why a walk ended (a ``str``: ``WalkResult.reason`` compares equal to these)."""
 
     COMPLETE = ""  # a STOP row: the outermost frame
+    END_MARK = "zero return address"  # a table row read 0: the outermost frame too
     NO_TABLE = "no table"  # pc unmapped or its file's table not built (no fp fallback)
     GAP = "no unwind info"  # a GAP row (code no FDE covers), no fp fallback
     UNSUPPORTED = "unsupported rule"
@@ -85,11 +89,15 @@ class StopReason(StrEnum):
 @dataclass(frozen=True, slots=True)
 class WalkResult:
     """The absolute pcs walked, leaf first (``regs.ip`` first, then return
-    addresses); ``complete`` when a STOP row ended it, else ``reason`` says why not."""
+    addresses); ``complete`` when a STOP row or a zero return address read by a
+    table row ended it, else ``reason`` says why not."""
 
     addresses: tuple[int, ...]
     complete: bool
     reason: str
+
+
+_COMPLETE = (StopReason.COMPLETE, StopReason.END_MARK)
 
 
 # One step's outcome: the caller's (pc, sp, bp, pc is exact), or why the walk ends.
@@ -132,7 +140,10 @@ def walk_copied_stack(
             reason = step
             break
         pc, sp, bp, exact = step
-    return WalkResult(tuple(addresses), reason is StopReason.COMPLETE, str(reason))
+        if not pc and row is not None and row[4] != _GAP:
+            reason = StopReason.END_MARK
+            break
+    return WalkResult(tuple(addresses), reason in _COMPLETE, str(reason))
 
 
 def _row_step(

@@ -115,3 +115,10 @@ def test_shapes(mangled: str, shown: str) -> None:
 def test_unreadable_names_give_none(broken: str) -> None:
     assert demangle_rust(broken) is None
     assert demangle(broken) == broken
+
+
+def test_non_ascii_digits_never_raise() -> None:
+    """str.isdigit() takes "²"; a length read from it must not reach int()."""
+    for name in ("_RINvNtC3std3mem8align_ofjEC3foo²", "_RNvC²3foo", "_ZN3foo²3barE"):
+        assert demangle_rust(name) is None  # raised ValueError before
+        assert demangle(name) == name

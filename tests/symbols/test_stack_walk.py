@@ -95,9 +95,17 @@ def test_rbp_rows_restore_the_caller_rbp() -> None:
     assert result == WalkResult((_at(FP_FUNC + 8), _at(FP_FUNC + 5), _at(START + 1)), True, "")
 
 
-def test_zero_return_address_ends_the_walk() -> None:
+def test_zero_return_address_read_by_a_row_ends_the_stack() -> None:
+    """Go's outermost frames (runtime.goexit, runtime.mstart) have plain rows;
+    the word where their return address would be is 0: the stack is whole."""
     result = _walk(_at(LEAF + 4), {8: _at(MID + 1), 16: 0})
-    assert result == WalkResult((_at(LEAF + 4), _at(MID + 1)), False, StopReason.ZERO_PC)
+    assert result == WalkResult((_at(LEAF + 4), _at(MID + 1)), True, StopReason.END_MARK)
+
+
+def test_zero_return_address_from_the_frame_pointer_is_no_end_mark() -> None:
+    """A frame-pointer step that reads 0 proves nothing: the walk is cut."""
+    result = _walk(_at(GAP_CODE + 4), {0: 0, 8: 0}, bp=SP)
+    assert result == WalkResult((_at(GAP_CODE + 4),), False, StopReason.ZERO_PC)
 
 
 def test_copy_too_short_says_so() -> None:

@@ -1,0 +1,3 @@
+module goshot
+
+go 1.19
