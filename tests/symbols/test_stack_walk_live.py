@@ -103,7 +103,7 @@ def test_without_tables_the_frame_pointer_walk_does_not_reach_main(
 
 def test_system_python_walk_reaches_start_through_libc(unwind_dir: Path) -> None:
     if not SYSTEM_PYTHON.exists():
-        pytest.fail(f"{SYSTEM_PYTHON} is needed (Debian's python3, DESIGN §5d)")
+        pytest.fail(f"{SYSTEM_PYTHON} is needed (Debian's python3)")
     code = "def spin():\n    while True: pass\ndef outer():\n    spin()\nouter()\n"
     proc = _spawn(str(SYSTEM_PYTHON), "-c", code)
     try:
