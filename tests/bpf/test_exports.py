@@ -19,6 +19,7 @@ from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree, to_profile
 from bpftop.tui.model.snapshot import Snapshot
+from tests.bpf.test_early import cpu_s
 from tests.bpf.test_record import record
 from tests.conftest import BPFTOP
 from tests.exports.consumers import Chromium, go_pprof_raw, speedscope_schema
@@ -102,7 +103,9 @@ def test_record_writes_pprof_with_build_ids(workloads: Path, tmp_path: Path) -> 
     target = subprocess.Popen([str(workloads / "split"), "30"])
     try:
         out = tmp_path / "split.pb.gz"
+        before = cpu_s(target.pid)
         result = record(target.pid, out, "-F", "199", "-d", "2")
+        used = cpu_s(target.pid) - before
         assert result.returncode == 0, result.stderr
     finally:
         target.kill()
@@ -110,7 +113,8 @@ def test_record_writes_pprof_with_build_ids(workloads: Path, tmp_path: Path) -> 
     written = re.search(r"wrote (\d+) samples .*\(pprof;", result.stderr)
     assert written, result.stderr
     stacks, text = go_pprof_raw(out)
-    assert sum(stacks.values()) == int(written.group(1)) > 100
+    # Half the CPU time the target had while bpftop ran, at 199 Hz.
+    assert sum(stacks.values()) == int(written.group(1)) > 0.5 * used * 199 > 50
     with open(workloads / "split", "rb") as stream:
         build_id = read_build_id(stream)
     assert build_id and f"{workloads / 'split'} {build_id}" in text
