@@ -181,7 +181,7 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
     entry, so its samples carry Python frames before user space has looked at
     the child (without it, 18-37% of samples showed the bare eval loop). The
     children stay alive past the recording: a child that exits before its
-    code objects are read leaves unnamed Python frames (see README)."""
+    code objects are read leaves unnamed Python frames (see docs/python.md)."""
     out = tmp_path / "children.folded"
     result = _record("--children", "-F", "199", "-d", "4", "-o", str(out), "--",
                      *python.argv(WORKLOAD, "children", "3"), timeout=180)  # fmt: skip

@@ -22,7 +22,7 @@ from tests.conftest import BPFTOP
 HZ = 199
 # 3 s, not the 1.5 s of bench.startup's short case: at load 5-6 on 2 cores,
 # bpftop's start (Python, imports, BCC import, checks) can outlast 1.5 s, and a
-# target gone before its pid is checked is refused (exit 3, README).
+# target gone before its pid is checked is refused (exit 3, docs/performance.md).
 LIFE_S = 3.0
 MIN_SHARE = 0.7  # of the target's CPU time x Hz: a loaded 2-core CI machine delays the start
 

@@ -1,4 +1,4 @@
-"""Arguments that can never be right end in the one-line error README promises
+"""Arguments that can never be right end in the one-line error docs/usage.md promises
 (exit 2), not an internal error, an endless run or a silent default.
 
 The target of most cases is a pid that is gone: before these checks existed

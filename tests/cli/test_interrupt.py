@@ -1,4 +1,4 @@
-"""README: "130 is an interrupt (Ctrl-C)": bpftop stopped by SIGINT while it waits
+"""docs/usage.md: "130 is an interrupt (Ctrl-C)": bpftop stopped by SIGINT while it waits
 (here: ``diff --folded`` opening a FIFO nobody writes) exits 130, without a traceback."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Most come from a real recording of the bundled demo workload
 :func:`~bpftop.tui.cli.files.view_app`). The live-only screens (Diagnostics,
 Threads, file:line) cannot come from a saved profile: they show the demo
 fixture (:mod:`tests.tui.demo_fixture`), synthetic numbers with the program's
-own strings, and README says so.
+own strings, and docs/screenshots.md says so.
 """
 
 from __future__ import annotations

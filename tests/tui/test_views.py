@@ -284,7 +284,7 @@ async def test_threads_view_enter_shows_one_thread_and_a_all() -> None:
         assert table.row_count == 2 and table.threads[1].name == "compressor"
         assert "compressor" in table.row_line(1, 80).plain
         assert "demo" in table.row_line(0, 80).plain and "97.1%" in table.row_line(0, 80).plain
-        assert table.scrollbars_enabled == (False, False), "no scrollbars, as README says"
+        assert table.scrollbars_enabled == (False, False), "no scrollbars, as docs/views.md says"
         await pilot.press("j", "enter")
         assert source.threads == [4243] and app.thread == 4243
         assert "thread 4243" in header(app) and "switching" in header(app)
