@@ -142,6 +142,11 @@ class Collector:
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
 
+    @property
+    def launched(self) -> subprocess.Popen[bytes] | None:
+        """The command bpftop started held (``-- COMMAND``), or None."""
+        return self._launched
+
     # -- SnapshotSource -------------------------------------------------------
     def start(
         self,
