@@ -10,9 +10,9 @@ import pytest
 
 from bpftop.bpf.errors import OutputError
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.kinds import format_for
 from bpftop.tui.formats.pprof import parse_pprof, to_pprof
 from bpftop.tui.formats.profile_io import read_saved, write_saved
+from bpftop.tui.formats.registry import format_for
 from bpftop.tui.formats.saved import ProfileMeta, from_tree, to_profile
 from bpftop.tui.formats.saved_folded import diff_lines, from_folded
 from bpftop.tui.formats.speedscope import to_speedscope

@@ -28,7 +28,7 @@ from bpftop.tui.collect.options import (
     Options,
     Recording,
 )
-from bpftop.tui.formats.kinds import FORMATS
+from bpftop.tui.formats.registry import FORMATS
 
 VERSION = "0.1.0"
 MAX_INTERVAL_S = 60.0

@@ -28,7 +28,6 @@ from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
-from bpftop.tui.formats.kinds import SUFFIXES, format_for
 from bpftop.tui.formats.profile_io import (
     LoadedTree,
     load_tree,
@@ -36,6 +35,7 @@ from bpftop.tui.formats.profile_io import (
     saved_writer,
     tree_folded_writer,
 )
+from bpftop.tui.formats.registry import SUFFIXES, format_for
 from bpftop.tui.formats.saved import MAX_FRAMES, ProfileMeta, SavedProfile, from_tree
 from bpftop.tui.formats.saved_folded import diff_lines
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot

@@ -30,7 +30,7 @@ from typing import IO
 from bpftop.tui.formats.atomic import write_output
 from bpftop.tui.formats.folded_tree import CountOverflow, folded_tree, parse_lines
 from bpftop.tui.formats.folded_tree import cap_depth as cap_depth_lines
-from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.registry import ProfileFileError
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, cap_depth
 from bpftop.tui.formats.saved_folded import from_folded, saved_lines, tree_lines
 from bpftop.tui.formats.saved_tree import build_tree

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.registry import ProfileFileError
 
 _FOLDED_LINE = re.compile(r"[^\n]*\S[ \t]+\d+(?:[ \t]+\d+)?[ \t]*\r?")
 _XML_START = re.compile(r"<(?:\?xml|svg|!DOCTYPE|!--|html)\b", re.IGNORECASE)
