@@ -14,9 +14,8 @@ import pytest
 
 from bpftop.symbols.frame import Frame
 from bpftop.symbols.python_code import python_label
-from bpftop.tui.cli import files
 from bpftop.tui.cli.files import save_recording
-from bpftop.tui.formats import saved
+from bpftop.tui.formats import profile_io, saved
 from bpftop.tui.formats.folded import frame_label
 from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
 from bpftop.tui.formats.profile_io import saved_writer, tree_folded_writer, write_folded
@@ -144,6 +143,6 @@ def test_record_writes_folded_from_the_tree_without_a_saved_profile(
     def refused(*_: object) -> None:
         raise AssertionError("folded output made the whole SavedProfile")
 
-    monkeypatch.setattr(files, "from_tree", refused)
+    monkeypatch.setattr(profile_io, "from_tree", refused)
     save_recording(snap, meta, tmp_path / "r.folded", None)
     assert (tmp_path / "r.folded").read_bytes() == expected

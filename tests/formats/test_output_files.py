@@ -21,7 +21,7 @@ import pytest
 from bpftop.bpf.errors import OutputError
 from bpftop.tui.formats.atomic import write_new_file, write_output
 from bpftop.tui.formats.profile_io import saved_writer, write_folded, write_saved
-from bpftop.tui.formats.registry import FORMATS
+from bpftop.tui.formats.registry import NAMES as FORMATS
 from bpftop.tui.formats.saved import SavedProfile, from_tree
 from tests.formats.folded_oracle import folded_lines
 from tests.formats.test_saved import META, sample_profile

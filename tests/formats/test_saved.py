@@ -65,7 +65,7 @@ def test_every_format_round_trips_stacks_and_counts(fmt: str, tmp_path: Path) ->
     profile = sample_profile()
     saved = from_tree(profile.tree(), META)
     path = tmp_path / FORMATS[fmt]
-    assert format_for(path) == fmt
+    assert format_for(path).name == fmt
     write_saved(saved, path, fmt)
     back = read_saved(path)
     assert back.skipped == 0

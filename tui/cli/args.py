@@ -28,7 +28,7 @@ from bpftop.tui.collect.options import (
     Options,
     Recording,
 )
-from bpftop.tui.formats.registry import FORMATS
+from bpftop.tui.formats.registry import NAMES
 
 VERSION = "0.1.0"
 MAX_INTERVAL_S = 60.0
@@ -297,7 +297,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     record.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=NAMES,
         help="output format (default: from the file name: .folded/.txt, .speedscope.json, "
         ".pb.gz, .svg; else folded)",
     )

@@ -161,6 +161,19 @@ class SavedProfile:
         return list(dict.fromkeys(stack.thread for stack in self.stacks))
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedTree:
+    """What the app needs of a saved profile: its metadata, call tree, what was
+    skipped (unreadable lines or samples) and how many stacks were cut at ``MAX_FRAMES``."""
+
+    meta: ProfileMeta
+    tree: CallNode
+    skipped: int
+    truncated: int = 0
+    events: int = 0
+    """A time probe's events (calls, blocks) per stack, summed (0: none in the file)."""
+
+
 def python_function(frame: SavedFrame) -> str | None:
     """A Python frame's function (bpftop names it ``QUALNAME (FILE:LINE)``, its
     module FILE): what formats that keep the function, file and line apart
