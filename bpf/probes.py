@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 
 
 class ProbeKind(StrEnum):

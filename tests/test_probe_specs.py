@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.bpf.probes import ProbeKind, ProbeSpec, ProbeSpecError, parse_spec
 
 

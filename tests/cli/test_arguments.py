@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.tui.cli import args as cli_args
 from bpftop.tui.cli import record
 from bpftop.tui.cli.main import main

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf import crash_log
-from bpftop.bpf.errors import BpftopError
+from bpftop.base import crash_log
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import RawTick
 from bpftop.tui.cli import live as cli_live

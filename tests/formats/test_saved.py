@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.symbols.frame import Frame
 from bpftop.tui.formats.pprof import parse_pprof, to_pprof
 from bpftop.tui.formats.profile_io import read_saved, write_saved

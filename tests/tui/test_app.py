@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError, PermissionsError
+from bpftop.base.errors import BpftopError, PermissionsError
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.model.snapshot import Phase

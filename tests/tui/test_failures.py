@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf import crash_log
-from bpftop.bpf.errors import UsageError
+from bpftop.base import crash_log
+from bpftop.base.errors import UsageError
 from bpftop.tui.app import app as app_module
 from bpftop.tui.app import terminal
 from bpftop.tui.app.app import BpftopApp

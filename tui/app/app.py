@@ -21,7 +21,7 @@ from textual.binding import BindingType
 from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.tui.collect.options import (
     DEFAULT_HOT_MIN_PCT,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import ProbeKind, parse_spec
 from bpftop.tui.collect.options import Options

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.symbols.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc

@@ -6,7 +6,7 @@
 NEW`` open saved profiles (:mod:`bpftop.tui.cli.files`). Every error a user
 must fix is a :class:`BpftopError`, printed as one line on stderr with a
 non-zero exit code; a bug of ours is one line too, naming the log file with
-its traceback (:mod:`bpftop.bpf.crash_log`; BPFTOP_DEBUG=1 raises it here).
+its traceback (:mod:`bpftop.base.crash_log`; BPFTOP_DEBUG=1 raises it here).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bpftop.bpf.crash_log import install_thread_hook, log_exception
-from bpftop.bpf.errors import BpftopError, InternalError
+from bpftop.base.crash_log import install_thread_hook, log_exception
+from bpftop.base.errors import BpftopError, InternalError
 from bpftop.tui.cli.args import parse_options
 from bpftop.tui.cli.early_start import open_early
 from bpftop.tui.cli.gc_tuning import gc_paused

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import JIT_HINT

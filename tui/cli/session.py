@@ -14,8 +14,8 @@ import sys
 
 import psutil
 
+from bpftop.base.errors import BccMissingError, NoSuchProcessError, UsageError
 from bpftop.bpf.environment import check_privileges, ensure_tracefs, import_bcc
-from bpftop.bpf.errors import BccMissingError, NoSuchProcessError, UsageError
 from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.resolve import check_up_front

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from bpftop.bpf.crash_log import log_exception
-from bpftop.bpf.errors import BpftopError, InternalError
+from bpftop.base.crash_log import log_exception
+from bpftop.base.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick

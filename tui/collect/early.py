@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import Addresses, RawSample, RawTick

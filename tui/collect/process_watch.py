@@ -17,7 +17,7 @@ import os
 
 import psutil
 
-from bpftop.bpf.errors import NoSuchProcessError
+from bpftop.base.errors import NoSuchProcessError
 from bpftop.tui.model.snapshot import ProcessInfo
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.process import read_start_time
 from bpftop.symbols.symbolizer import Symbolizer

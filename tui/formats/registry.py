@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 
 if TYPE_CHECKING:
     from bpftop.tui.formats.saved import LoadedTree, ProfileMeta, SavedProfile
