@@ -20,10 +20,10 @@ from bpftop.tui.formats.folded import frame_label
 from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
 from bpftop.tui.formats.profile_io import saved_writer, tree_folded_writer, write_folded
 from bpftop.tui.formats.saved import ProfileMeta, from_tree, snapshot_meta
+from bpftop.tui.model.derived import keep_frames
 from bpftop.tui.model.idle import drop_idle
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, CollectionStats, Phase, Snapshot
-from bpftop.tui.model.views import keep_frames
 from tests.formats.folded_oracle import folded_lines
 
 APP = "/bin/app"

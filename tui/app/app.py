@@ -37,10 +37,10 @@ from bpftop.tui.collect.snapshot_source import (
     SnapshotSource,
 )
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.derived import NodePath
 from bpftop.tui.model.idle import idle_applies
+from bpftop.tui.model.node_paths import HOT_MIN_PCT
 from bpftop.tui.model.snapshot import CallNode, Snapshot
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT
-from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView

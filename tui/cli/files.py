@@ -32,8 +32,8 @@ from bpftop.tui.formats.profile_io import load_tree, read_saved, tree_writer
 from bpftop.tui.formats.registry import format_for
 from bpftop.tui.formats.saved import MAX_FRAMES, LoadedTree, ProfileMeta, SavedProfile
 from bpftop.tui.formats.saved_folded import diff_lines
+from bpftop.tui.model.derived import hot_from_tree
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
-from bpftop.tui.model.views import hot_from_tree
 
 if TYPE_CHECKING:
     from bpftop.tui.app.app import BpftopApp

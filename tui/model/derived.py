@@ -8,13 +8,13 @@ table of a derived tree (inline frames as rows; ``hot_by_symbol`` groups
 them into the function they were inlined into, as perf top does),
 ``hottest_path_of`` finds where a function is hottest, and
 ``leads_to_match`` tells a search which subtrees to visit.
-The callers of a function are in ``callers``; paths and search in
-``tree_paths``. ``sort_hot`` and ``trend`` order and mark the function
+The callers of a function are in ``callers_tree``; paths and search in
+``node_paths``. ``sort_hot`` and ``trend`` order and mark the function
 table's rows.
 
 Each takes any ``CallNode`` tree. A live snapshot's root (what the
 collector, the importers and these views all make) is used as it is;
-another tree is copied into arrays first (``path_tree.array_tree``). Made
+another tree is copied into arrays first (``array_tree.array_tree``). Made
 node by node, a view of 750,000 nodes costs seconds; here it is a few
 passes over the arrays, level by level (every node's parent is one level
 up). A ``Match`` is asked once per distinct key, never per node: matches
@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.tui.model.path_tree import (
+from bpftop.tui.model.array_tree import (
     ancestors,
     array_tree,
     first_of_function,
@@ -103,7 +103,7 @@ def keep_frames(tree: CallNode, keep: Match) -> LiveNode:
 
     Every node with self samples stands for one stack: its path from the root.
     Paths lose the rejected frames (processes always stay) and are merged
-    again (``path_tree``): equal paths merge. Totals stay; a dropped frame's
+    again (``array_tree``): equal paths merge. Totals stay; a dropped frame's
     self samples go to the frame above it. Whether a frame is its function's
     outermost on the path does not change (all frames of a function are kept,
     or all dropped).

@@ -1,6 +1,6 @@
 """Paths into a call tree: the node at a path, the branch down to it, and search.
 
-A ``NodePath`` (``views``) is the sibling keys from a tree's top down to a
+A ``NodePath`` (``derived``) is the sibling keys from a tree's top down to a
 node; the views keep their zoom, cursor and expanded rows as paths, so they
 survive every new snapshot. ``node_at`` follows a path, ``chain_to`` cuts
 the branch down to one (what ``w`` exports of a zoom), ``hot_chain`` the
@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable
 
 from bpftop.symbols.python_code import function_label
+from bpftop.tui.model.derived import Match, NodePath, leads_to_match
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import LiveNode, NodeKey
-from bpftop.tui.model.views import Match, NodePath, leads_to_match
 
 
 def node_at(tree: CallNode, path: NodePath) -> CallNode | None:

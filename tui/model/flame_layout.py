@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from bpftop.tui.model.derived import NodePath
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import NodePath
 
 MIN_CELLS = 1.0
 """Children narrower than this are not laid out (nor is anything after them:

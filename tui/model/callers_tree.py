@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.tui.model.path_tree import array_tree, sources_from, tree_from_parents
+from bpftop.tui.model.array_tree import array_tree, sources_from, tree_from_parents
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import (
     FIRST_OF_FUNCTION,
