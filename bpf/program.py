@@ -305,7 +305,7 @@ class CpuSampler:
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self._copies is not None:  # the walkers' copies this kind's handlers tail-call
             with contextlib.suppress(Exception):  # refused: its stacks say the walker did not start
-                self._copies.ensure(plan.spec.kind)
+                self._copies.ensure(plan.spec.rule.program, plan.spec.rule.python)
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bpftop.base.errors import UsageError
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import parse_spec
 from bpftop.tui.collect.options import (
     DEFAULT_HOT_MIN_PCT,
     DEFAULT_HZ,
@@ -133,7 +133,7 @@ def options_from(parsed: argparse.Namespace, *, recording: bool) -> Options:
     ``-F`` (None when not given) against ``--probe profile:hz:N`` (a profile
     probe's rate becomes the frequency); ``--gil`` turns early samples off."""
     spec = parse_spec(parsed.probe) if parsed.probe else None
-    rate = spec.number if spec is not None and spec.kind is ProbeKind.PROFILE else None
+    rate = spec.number if spec is not None and spec.is_profile else None
     if parsed.frequency is not None and rate is not None and rate != parsed.frequency:
         raise UsageError(
             f"-F {parsed.frequency} and --probe {parsed.probe} ask for two sampling rates",

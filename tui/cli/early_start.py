@@ -14,7 +14,7 @@ import os
 
 from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSampler
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import parse_spec
 from bpftop.tui.collect.options import Options
 
 
@@ -25,7 +25,7 @@ def open_early(options: Options) -> PerfSampler | None:
     if not 1 <= options.frequency <= 100_000 or not (options.pids or options.all_processes):
         return None
     try:
-        if options.probe and parse_spec(options.probe).kind is not ProbeKind.PROFILE:
+        if options.probe and not parse_spec(options.probe).is_profile:
             return None
     except BpftopError:
         return None

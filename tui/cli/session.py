@@ -16,7 +16,6 @@ import psutil
 
 from bpftop.base.errors import BccMissingError, NoSuchProcessError, UsageError
 from bpftop.bpf.environment import check_privileges, ensure_tracefs, import_bcc
-from bpftop.bpf.probes import ProbeKind
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.resolve import check_up_front
 from bpftop.tui.collect.assemble import make_sampler
@@ -62,7 +61,7 @@ def _bcc_or_perf_event(sampler: CpuSampler, options: Options) -> None:
     try:
         import_bcc()
     except BccMissingError:
-        if not options.early or sampler.spec.kind is not ProbeKind.PROFILE:
+        if not options.early or not sampler.spec.is_profile:
             raise
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
+from bpftop.bpf.probes import ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
 from bpftop.symbols.python_code import python_label, python_qualname
 from bpftop.tui.model.array_tree import ancestors, array_tree
@@ -311,7 +311,7 @@ def snapshot_meta(
     timed = bool(snap.weight_unit)
     try:
         spec = parse_spec(snap.stats.probe)
-        if spec.kind is ProbeKind.PROFILE:
+        if spec.is_profile:
             frequency_hz = spec.number  # the probe's own rate, whatever -F said
     except ProbeSpecError:
         pass
