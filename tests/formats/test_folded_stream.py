@@ -13,7 +13,7 @@ from typing import IO
 import pytest
 
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_code import python_label
+from bpftop.symbols.python.code import python_label
 from bpftop.tui.cli.files import save_recording
 from bpftop.tui.formats import profile_io, saved
 from bpftop.tui.formats.folded import frame_label

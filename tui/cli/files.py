@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bpftop.base.errors import OutputError
-from bpftop.symbols.disk_cache import read_build_id
+from bpftop.symbols.elf.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.tty import require_terminal, screen_exit_code

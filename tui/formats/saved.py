@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from bpftop.bpf.probes import ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_code import python_label, python_qualname
+from bpftop.symbols.python.code import python_label, python_qualname
 from bpftop.tui.model.array_tree import ancestors, array_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bpftop.symbols.python_code import function_label
+from bpftop.symbols.python.code import function_label
 from bpftop.tui.model.derived import Match, NodePath, leads_to_match
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import LiveNode, NodeKey

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bpftop.symbols.python_code import is_python_frame
+from bpftop.symbols.python.code import is_python_frame
 from bpftop.tui.model.array_tree import array_tree
 from bpftop.tui.model.baseline import Baseline
 from bpftop.tui.model.derived import (

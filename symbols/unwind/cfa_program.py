@@ -4,7 +4,7 @@ Owns :func:`run_program` and :func:`skip_program`: the DW_CFA_* opcodes of
 one entry read and carried out on a row state (CFA rule, register rules),
 a row handed out at each advance of the location, as pyelftools 0.33's
 decoded table has them (so tables built by either are equal; see
-:mod:`bpftop.symbols.eh_frame` for the quirks kept). An opcode pyelftools does
+:mod:`bpftop.symbols.unwind.eh_frame` for the quirks kept). An opcode pyelftools does
 not know, or an operand running past the section's end, raises (IndexError,
 ValueError, struct.error: the caller makes the section unreadable); an
 instruction that cannot be carried out ends the run as failed, the rest is
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import struct
 
-from bpftop.symbols import cfa_rules as cr
-from bpftop.symbols.cfa_rules import Cfa, RegRule, Rule, sleb, uleb
+from bpftop.symbols.unwind import cfa_rules as cr
+from bpftop.symbols.unwind.cfa_rules import Cfa, RegRule, Rule, sleb, uleb
 
 _ARGS_SIZE = 0x2E  # DW_CFA_GNU_args_size
 # Operands of each extended opcode pyelftools knows: "L" a LEB128 number,

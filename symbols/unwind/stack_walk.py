@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeAlias
 
-from bpftop.symbols.unwind_table import RowKind, UnwindTable
+from bpftop.symbols.unwind.table import RowKind, UnwindTable
 
 MAX_FRAMES = 128
 # Where the interrupted registers are in the ucontext at rsp in __restore_rt

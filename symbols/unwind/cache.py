@@ -4,7 +4,7 @@ Owns :class:`UnwindCache` and :func:`unwind_cache_dir`. Building the table of
 python3.11 takes about 0.2 CPU-s; a later run loads it from
 ``<symbol cache dir>/unwind/<build-id>-<size>.unw`` in milliseconds
 (``bench/unwind_bench.py`` times both). The key
-is the one :mod:`bpftop.symbols.disk_cache` uses: the build-id names the code,
+is the one :mod:`bpftop.symbols.elf.disk_cache` uses: the build-id names the code,
 the size tells a stripped copy from the original. Entries are ``marshal``
 data (a dict of ints, strings and one bytes blob: loading runs no code),
 checked field by field; a broken one is removed and rebuilt. Files without a
@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from bpftop.symbols.disk_cache import EntryStore, default_cache_dir, file_key, stream_key
-from bpftop.symbols.unwind_table import ROW_SIZE, UnwindTable, build_unwind_table
+from bpftop.symbols.elf.disk_cache import EntryStore, default_cache_dir, file_key, stream_key
+from bpftop.symbols.unwind.table import ROW_SIZE, UnwindTable, build_unwind_table
 
 FORMAT_VERSION = 1
 SUBDIR = "unwind"

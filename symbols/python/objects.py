@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bpftop.symbols.python_code import read_at, read_string, u64
-from bpftop.symbols.python_runtime import ObjectTypes
+from bpftop.symbols.python.code import read_at, read_string, u64
+from bpftop.symbols.python.runtime import ObjectTypes
 
 OB_TYPE = 8
 DICT_KEYS, DICT_VALUES, DICT_SIZE = 32, 40, 48

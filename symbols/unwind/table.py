@@ -15,15 +15,15 @@ are marked, so the walker stops cleanly there instead of guessing:
 - ``SIGNAL``: a signal trampoline (``__restore_rt``, CIE augmentation 'S'):
   the interrupted registers are in the ``ucontext`` at rsp.
 
-Rows come from :mod:`bpftop.symbols.eh_frame` (FDE by FDE, surviving a
+Rows come from :mod:`bpftop.symbols.unwind.eh_frame` (FDE by FDE, surviving a
 failing one: it gets one ``UNSUPPORTED`` row; rows clipped to the FDE's
 range, each FDE closed with a ``GAP`` row); here they are sorted, compacted
 and packed. The sections are read with ``struct``
-(:mod:`bpftop.symbols.elf_sections`), not pyelftools. Pure Python; nothing
+(:mod:`bpftop.symbols.elf.sections`), not pyelftools. Pure Python; nothing
 here imports ``bpftop.bpf``. A cold build takes ~0.06 CPU-s for libc and
 ~0.17 for python3.11 (``bench/unwind_bench.py``; pyelftools took 0.7-0.9 and
 1.9-2.3): build tables off the tick path and keep them in
-:class:`~bpftop.symbols.unwind_cache.UnwindCache`.
+:class:`~bpftop.symbols.unwind.cache.UnwindCache`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
-from bpftop.symbols.cfa_program import Row
-from bpftop.symbols.cfa_rules import RowKind
-from bpftop.symbols.eh_frame import CfiError, frame_rows
-from bpftop.symbols.elf_sections import EM_X86_64, read_sections
+from bpftop.symbols.elf.sections import EM_X86_64, read_sections
+from bpftop.symbols.unwind.cfa_program import Row
+from bpftop.symbols.unwind.cfa_rules import RowKind
+from bpftop.symbols.unwind.eh_frame import CfiError, frame_rows
 
 __all__ = ["ROW_FORMAT", "ROW_SIZE", "RowKind", "UnwindRow", "UnwindTable", "build_unwind_table"]
 

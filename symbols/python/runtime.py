@@ -4,7 +4,7 @@ Owns :func:`find_python`: from /proc/PID/maps, the interpreter binary or
 libpython mapped by a process (read through /proc/PID/map_files, so a
 target in another root or mount namespace is read as it sees its files);
 from its ELF symbols and load address, ``_PyRuntime``; from its memory,
-``Py_Version`` and the layout (:mod:`bpftop.symbols.python_layout`): 3.11's
+``Py_Version`` and the layout (:mod:`bpftop.symbols.python.layout`): 3.11's
 and 3.12's own tables, self-checked against ``PyCode_Type``'s size and
 member offsets; 3.13 and 3.14's from the target's ``_Py_DebugOffsets``,
 checked the same way. Where the thread's own state is: the gilstate TSS key
@@ -27,17 +27,17 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from bpftop.symbols.elf_cache import FileId
+from bpftop.symbols.file_cache import FileId
 from bpftop.symbols.maps import MapEntry, parse_line
-from bpftop.symbols.python_eval import eval_ranges
-from bpftop.symbols.python_layout import (
+from bpftop.symbols.python.eval_loop import eval_ranges
+from bpftop.symbols.python.layout import (
     LAYOUT_311,
     LAYOUT_312,
     TABLE_BYTES,
     PythonLayout,
     parse_debug_offsets,
 )
-from bpftop.symbols.python_tls import TlsAccess, tls_access, tss_key_offset
+from bpftop.symbols.python.tls import TlsAccess, tls_access, tss_key_offset
 
 PROC_ROOT = "/proc"
 _INTERPRETER = re.compile(r"(?:^|/)(?:python3\.\d+[a-z]*|libpython3\.\d+[a-z]*\.so[.\d]*)$")

@@ -5,10 +5,10 @@ Owns :class:`FileId` (st_dev, st_ino, st_size, st_mtime_ns) and
 file replaced on disk (new inode or mtime) is parsed again. In-memory images
 (the vDSO) are keyed by a digest of their bytes. A file without a full
 ``.symtab`` gets its names from its separate debug file when one is found
-(:class:`~bpftop.symbols.debuginfo.DebugFinder`). With a
-:class:`~bpftop.symbols.disk_cache.DiskCache`, indexes of files with a
+(:class:`~bpftop.symbols.elf.debuginfo.DebugFinder`). With a
+:class:`~bpftop.symbols.elf.disk_cache.DiskCache`, indexes of files with a
 build-id are also kept on disk across runs, and so is what their DWARF
-answered (:class:`~bpftop.symbols.dwarf_cache.DwarfCache`, in the same folder).
+answered (:class:`~bpftop.symbols.dwarf.cache.DwarfCache`, in the same folder).
 Code no symbol names is grouped by the ``.eh_frame`` FDE that covers it
 (:meth:`ElfCache.function_start`).
 Used from one thread.
@@ -21,12 +21,12 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from bpftop.symbols.debuginfo import DebugFinder
-from bpftop.symbols.disk_cache import DiskCache, read_build_id
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.dwarf_cache import DwarfCache
-from bpftop.symbols.elf import ElfError, ElfIndex
-from bpftop.symbols.fde_index import FdeIndex
+from bpftop.symbols.dwarf.cache import DwarfCache
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.elf.debuginfo import DebugFinder
+from bpftop.symbols.elf.disk_cache import DiskCache, read_build_id
+from bpftop.symbols.elf.index import ElfError, ElfIndex
+from bpftop.symbols.unwind.fde_index import FdeIndex
 
 DEFAULT_MAX_FILES = 512
 DEFAULT_MAX_DWARF_FILES = 64

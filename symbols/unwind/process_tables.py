@@ -1,10 +1,10 @@
 """Unwind tables of live processes, looked up by absolute pc.
 
-Owns :class:`ProcessTables`: the :data:`~bpftop.symbols.stack_walk.TableLookup`
-that :func:`~bpftop.symbols.stack_walk.walk_copied_stack` needs for a process.
+Owns :class:`ProcessTables`: the :data:`~bpftop.symbols.unwind.stack_walk.TableLookup`
+that :func:`~bpftop.symbols.unwind.stack_walk.walk_copied_stack` needs for a process.
 Tables are kept per file (by file identity, :attr:`CodeRange.key`), so a
 library mapped by many processes is built once; mappings are kept per pid
-(:func:`~bpftop.symbols.code_ranges.code_ranges`: executable file mappings
+(:func:`~bpftop.symbols.elf.code_ranges.code_ranges`: executable file mappings
 with their load bias, the same list the in-kernel walker gets) and re-read
 when a pc falls outside all of them (a dlopen), at most once per
 ``min_reread_s``.
@@ -33,10 +33,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from bpftop.symbols.code_ranges import PROC_ROOT, CodeRange, code_ranges
-from bpftop.symbols.stack_walk import TableLookup
-from bpftop.symbols.unwind_cache import UnwindCache, unwind_cache_dir
-from bpftop.symbols.unwind_table import UnwindTable
+from bpftop.symbols.elf.code_ranges import PROC_ROOT, CodeRange, code_ranges
+from bpftop.symbols.unwind.cache import UnwindCache, unwind_cache_dir
+from bpftop.symbols.unwind.stack_walk import TableLookup
+from bpftop.symbols.unwind.table import UnwindTable
 
 MIN_REREAD_S = 0.5
 _Found = tuple[UnwindTable, int]

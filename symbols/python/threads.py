@@ -7,7 +7,7 @@ The path: ``_PyRuntime.interpreters.head`` (+40) -> the main interpreter's
 internal headers; checked by the dict type there) -> ``sys.modules['threading']``
 -> its ``_active`` dict (ident -> Thread) -> each Thread's ``_native_id``
 (3.8+, what the kernel calls the tid) and ``_name``. Every object is checked
-against its type (:class:`~bpftop.symbols.python_objects.ObjectReader`); the
+against its type (:class:`~bpftop.symbols.python.objects.ObjectReader`); the
 ``_active`` dict's address is kept (the module never rebinds it) and checked
 again at each read. A process that never imported ``threading``, or whose
 objects cannot be read, gives a reason instead of names; so does a 3.13+
@@ -16,8 +16,8 @@ process (its objects' layouts, dict and instance attributes, are not read).
 
 from __future__ import annotations
 
-from bpftop.symbols.python_objects import ObjectReader
-from bpftop.symbols.python_runtime import PythonRuntime
+from bpftop.symbols.python.objects import ObjectReader
+from bpftop.symbols.python.runtime import PythonRuntime
 
 MAX_THREADS = 4096  # a bigger _active is not read
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bpftop.symbols.demangle import is_rust_legacy
+from bpftop.symbols.names.demangle import is_rust_legacy
 
 # Trailing qualifiers of a member function, after its parameter list.
 _QUALIFIERS = (" const", " volatile", " &&", " &", " noexcept", " transaction_safe")

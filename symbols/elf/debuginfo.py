@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bpftop.symbols.elf import DebugLink
+from bpftop.symbols.elf.index import DebugLink
 
 DEFAULT_DEBUG_ROOT = "/usr/lib/debug"
 CRC_CHUNK_BYTES = 1 << 20

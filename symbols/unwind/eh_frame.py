@@ -4,7 +4,7 @@ Owns :func:`frame_rows`, :func:`fde_ranges` (each FDE's range, for naming
 code without a symbol by its function) and :class:`CfiError`: the CIEs and FDEs of one
 section (LSB's .eh_frame format, DWARF 5 section 6.4), each FDE's
 instructions run from its CIE's initial state, and one row ``(pc, rule)`` for
-every row of the FDE's table (:func:`~bpftop.symbols.cfa_rules.row_rule`).
+every row of the FDE's table (:func:`~bpftop.symbols.unwind.cfa_rules.row_rule`).
 It replaces pyelftools 0.33 on this path (about ten times faster) and gives the
 same rows, its quirks included, so tables built by either are equal:
 
@@ -34,10 +34,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from bpftop.symbols import cfa_rules as cr
-from bpftop.symbols.cfa_program import Row, State, need, run_program, skip_program
-from bpftop.symbols.cfa_rules import sleb, uleb
-from bpftop.symbols.elf_sections import SectionData
+from bpftop.symbols.elf.sections import SectionData
+from bpftop.symbols.unwind import cfa_rules as cr
+from bpftop.symbols.unwind.cfa_program import Row, State, need, run_program, skip_program
+from bpftop.symbols.unwind.cfa_rules import sleb, uleb
 
 MAX_PC = 0xFFFF_FFFF
 DW_EH_PE_OMIT = 0xFF

@@ -1,7 +1,7 @@
 """The rule forms the BPF walker follows, and how a decoded CFI row maps to one.
 
 Owns :class:`RowKind` and :func:`row_rule`: given the CFA rule and the
-register rules in force at one address (as :mod:`bpftop.symbols.eh_frame`
+register rules in force at one address (as :mod:`bpftop.symbols.unwind.eh_frame`
 decodes them), the walker's rule ``(cfa_offset, rbp_offset, ra_offset, kind,
 arg)`` -- the order of ``unwind_table.ROW_FORMAT`` after the pc. Only CFA =
 rsp + off or rbp + off, the return address at CFA + off and rbp at CFA + off

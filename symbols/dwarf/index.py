@@ -10,7 +10,7 @@ A lookup is then two ``bisect`` calls and a scan of one subprogram's few
 inline ranges: DWARF is never scanned per address. Nothing here raises: a
 broken unit simply answers nothing.
 
-With a :class:`~bpftop.symbols.dwarf_cache.DwarfCache`, the CU index and the
+With a :class:`~bpftop.symbols.dwarf.cache.DwarfCache`, the CU index and the
 units' inline ranges are also kept on disk: a later run answers ``has_dwarf``
 and the inline chains of units seen before without opening the file with
 pyelftools (for libc's debug file, ``get_dwarf_info`` alone took 0.07 s of
@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 from elftools.dwarf.die import DIE
 from elftools.elf.elffile import ELFFile
 
-from bpftop.symbols.demangle import display_and_mangled
-from bpftop.symbols.dwarf_dies import (
+from bpftop.symbols.dwarf.dies import (
     attr_value,
     die_names,
     die_ranges,
@@ -36,9 +35,10 @@ from bpftop.symbols.dwarf_dies import (
     file_names,
     read_lines,
 )
+from bpftop.symbols.names.demangle import display_and_mangled
 
 if TYPE_CHECKING:
-    from bpftop.symbols.dwarf_cache import DwarfCache, DwarfEntry
+    from bpftop.symbols.dwarf.cache import DwarfCache, DwarfEntry
 
 MAX_DIE_DEPTH = 64
 MAX_CACHED_UNITS = 4096

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.symbols.python_layout import LAYOUT_311, PythonLayout
+from bpftop.symbols.python.layout import LAYOUT_311, PythonLayout
 
 # Code object and string offsets come from the interpreter's PythonLayout
 # (3.11's checked against PyCode_Type by python_runtime).

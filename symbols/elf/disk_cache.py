@@ -30,8 +30,8 @@ import struct
 import tempfile
 from typing import IO, Any, TypeGuard
 
-from bpftop.symbols.debuginfo import debug_file_appeared
-from bpftop.symbols.elf import DebugLink, ElfIndex, LoadSegment
+from bpftop.symbols.elf.debuginfo import debug_file_appeared
+from bpftop.symbols.elf.index import DebugLink, ElfIndex, LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from bpftop.symbols.eh_frame import CfiError, fde_ranges
-from bpftop.symbols.elf_sections import EM_X86_64, read_sections
+from bpftop.symbols.elf.sections import EM_X86_64, read_sections
+from bpftop.symbols.unwind.eh_frame import CfiError, fde_ranges
 
 
 class FdeIndex:

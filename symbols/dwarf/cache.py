@@ -1,4 +1,4 @@
-"""What :class:`~bpftop.symbols.dwarf.DwarfIndex` learns of a file, kept on disk.
+"""What :class:`~bpftop.symbols.dwarf.index.DwarfIndex` learns of a file, kept on disk.
 
 Owns :class:`DwarfCache` and :class:`DwarfEntry`. Opening libc's separate debug
 file with pyelftools cost the live view's first tick 0.12-0.19 s of GIL-held
@@ -7,7 +7,7 @@ Python (profiled: ``get_dwarf_info`` 0.07 s, as it decompresses every
 a second run did all of it again. Here the CU index and, per compile unit
 built, its subprogram ranges and inline ranges are stored in
 ``<symbol cache dir>/<build-id>-<size>.dwarf`` (the key
-:mod:`bpftop.symbols.disk_cache` uses, of the DWARF file itself), so a later
+:mod:`bpftop.symbols.elf.disk_cache` uses, of the DWARF file itself), so a later
 run answers ``has_dwarf`` and those units' inline chains without opening the
 file. Units not stored are built as before and added to the entry.
 ``bench/symbols_bench.py``: the inline chains of 30 random libc functions
@@ -33,8 +33,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, TypeGuard
 
-from bpftop.symbols.disk_cache import EntryStore, file_key, stream_key
-from bpftop.symbols.dwarf import Inline, InlineFrame, Unit
+from bpftop.symbols.dwarf.index import Inline, InlineFrame, Unit
+from bpftop.symbols.elf.disk_cache import EntryStore, file_key, stream_key
 
 FORMAT_VERSION = 1
 SUFFIX = ".dwarf"

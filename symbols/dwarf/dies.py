@@ -1,8 +1,8 @@
 """Reading DWARF with pyelftools: a DIE's names and address ranges, a compile
 unit's file table and line rows.
 
-Owns the small readers :class:`~bpftop.symbols.dwarf.DwarfIndex` builds its
-units with (moved here from :mod:`bpftop.symbols.dwarf` so each module stays
+Owns the small readers :class:`~bpftop.symbols.dwarf.index.DwarfIndex` builds its
+units with (moved here from :mod:`bpftop.symbols.dwarf.index` so each module stays
 small). Everything here takes pyelftools' objects (a ``DWARFInfo``, a
 ``CompileUnit``, a ``DIE``) and returns plain values; callers catch what
 pyelftools raises on a broken file.

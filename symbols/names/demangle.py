@@ -5,7 +5,7 @@ Owns :func:`demangle`. C++ (Itanium ABI, ``_Z...``) goes through the
 code c++filt and gdb use). Rust symbols, in both schemes (legacy
 ``_ZN...17h<16 hex>E``, tried before C++ since it is also valid Itanium
 syntax, and v0 ``_R...``), go through
-:func:`~bpftop.symbols.rust_demangle.demangle_rust`, into the form rustfilt
+:func:`~bpftop.symbols.names.rust.demangle_rust`, into the form rustfilt
 prints (no crate hashes, no legacy ``::h<hash>``). A name that is not
 mangled, or fails to demangle, comes back unchanged: this never raises and
 never writes to stdout or stderr. Results are cached per name.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from bpftop.symbols.rust_demangle import demangle_rust
+from bpftop.symbols.names.rust import demangle_rust
 
 
 def _optional(module: str) -> Any:

@@ -10,7 +10,7 @@ Symbols come from ``.symtab``, or ``.dynsym`` when ``.symtab`` is missing or
 holds no functions, merged with MiniDebugInfo (``.gnu_debugdata``, an
 xz-compressed ELF holding a ``.symtab``) when present. The build-id and the
 ``.gnu_debuglink`` are read too, so a separate debug file can supply names
-(see :mod:`bpftop.symbols.debuginfo`). Nothing here raises for a bad file.
+(see :mod:`bpftop.symbols.elf.debuginfo`). Nothing here raises for a bad file.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from typing import IO, Any
 
 from elftools.elf.elffile import ELFFile
 
-from bpftop.symbols.addresses import ElfVaddr, FileOffset
-from bpftop.symbols.frame import Unresolved
-from bpftop.symbols.plt import plt_stubs
+from bpftop.symbols.elf.plt import plt_stubs
+from bpftop.symbols.frame import ElfVaddr, FileOffset, Unresolved
 
 STT_FUNC = 2
 STT_GNU_IFUNC = 10
