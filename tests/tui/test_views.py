@@ -346,3 +346,23 @@ async def test_flame_title_shows_the_selected_frames_share() -> None:
         assert "hash_payload: " in str(flame.border_title)
         await pilot.press("home")  # the root: nothing to say
         assert str(flame.border_title) == "Flame graph (icicle): ← → ↑ ↓ move, Enter zoom"
+
+
+def test_every_view_takes_the_same_shown() -> None:
+    """One view protocol (tui/views/shown.py): mypy checks each view class
+    against ``View`` here, and these are all the switcher's views."""
+    from bpftop.tui.views.callers import CallersView
+    from bpftop.tui.views.calltree import CallTreeView
+    from bpftop.tui.views.diagnostics import DiagnosticsView
+    from bpftop.tui.views.flame import FlameView
+    from bpftop.tui.views.navigation import VIEWS
+    from bpftop.tui.views.shown import View
+    from bpftop.tui.views.threads import ThreadsView
+    from bpftop.tui.views.top import TopView
+
+    views: list[type[View]] = [
+        TopView, CallTreeView, CallersView, FlameView, DiagnosticsView, ThreadsView
+    ]  # fmt: skip
+    assert len(views) == len(VIEWS)
+    for view in views:
+        assert "show" in vars(view), f"{view.__name__} draws from Shown itself"

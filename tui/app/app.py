@@ -22,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.widgets import Input, Static
 
 from bpftop.base.errors import OutputError
-from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, time_status
+from bpftop.tui.app.header import RateHistory, header_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
@@ -45,6 +45,7 @@ from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
 from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
+from bpftop.tui.views.shown import Shown, placeholder_text
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.widgets.background import Background
 
@@ -206,7 +207,7 @@ class BpftopApp(SourceApp):
         derived = self._derived()
         if derived is not None and self.state.zoom:
             self.state.carry_zoom(derived.tree)
-        self.views.draw(self.shown, derived, self.state, self.show_lines, self.thread)
+        self.views.draw(Shown(self.shown, derived, self.state, self.show_lines, self.thread))
         self._refresh_crumbs()
 
     def _refresh_header(self) -> None:

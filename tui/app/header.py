@@ -1,6 +1,5 @@
 """The header: what is profiled, how, and how honest the data is (the rate per
-probe over real time: ``RateHistory``); and what an empty view says meanwhile
-(``placeholder_text``)."""
+probe over real time: ``RateHistory``)."""
 
 from __future__ import annotations
 
@@ -292,14 +291,3 @@ def _append_phase(text: Text, snapshot: Snapshot) -> None:
         text.append(f"○ {phase.value}", "bold")
     if snapshot.bpf_problem:  # why: at the line's end, and in Diagnostics
         text.append("  perf_event only", "bold yellow")
-
-
-def placeholder_text(snapshot: Snapshot | None) -> str:
-    """What the empty tree says."""
-    if snapshot is None or snapshot.phase is Phase.STARTING:
-        return "starting…"
-    if snapshot.phase is Phase.COMPILING:
-        return "compiling BPF program… the first samples arrive once it is loaded"
-    if snapshot.phase is Phase.EXITED:
-        return "process exited before any sample was taken"
-    return "no samples yet"

@@ -13,6 +13,7 @@ from bpftop.tui.model.derived import Match
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.views.calltree import CallTreeView
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.background import Background
 
 Built = tuple[CallNode, NodeKey, CallNode]
@@ -39,6 +40,11 @@ class CallersView(CallTreeView):
         if self._builds is None:
             self._builds = Background(self.app, "callers")
         return self._builds
+
+    def show(self, shown: Shown) -> None:
+        """The callers of the selected function in ``shown``'s tree."""
+        state = shown.state
+        self.show_callers(shown.tree, state.selected, state.match, shown.show_lines)
 
     def show_callers(
         self,

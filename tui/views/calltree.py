@@ -22,11 +22,13 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
 from bpftop.tui.model.derived import Match, NodePath, hottest_path_of
 from bpftop.tui.model.flame_layout import is_unnamed
 from bpftop.tui.model.node_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
@@ -171,6 +173,17 @@ class CallTreeView(RowsView):
             for n in range(1, len(moved)):  # shown where it was: under its open callers
                 carried[moved[:n]] = True
         self._expanded = carried
+
+    def show(self, shown: Shown) -> None:
+        """``shown``'s tree from its zoom, with its search, file:line and baseline."""
+        state = shown.state
+        diff = state.baseline is not None
+        self.decorate = delta_decorator(state.baseline, self) if diff else None
+        columns = "total %  self %  Δself  Δtotal" if diff else "total %  self %"
+        self.border_title = f"Call tree (top-down): {columns}  function  module"
+        self.set_placeholder(shown.placeholder)
+        self.set_options(match=state.match, show_lines=shown.show_lines)
+        self.set_tree(shown.tree, state.zoom_path)
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         """Search highlighting and the file:line column."""
@@ -349,3 +362,20 @@ class CallTreeView(RowsView):
         if self.show_lines and node.source:
             label.add(f"  {node.source}", self.style_of("rows--source"))
         return label
+
+
+def delta_decorator(
+    baseline: Baseline | None, view: CallTreeView
+) -> Callable[[CallNode, NodePath], Line | None]:
+    """The tree's extra column: Δ self % and Δ total % of each row vs. ``baseline``."""
+
+    def decorate(node: CallNode, path: NodePath) -> Line | None:
+        if baseline is None:
+            return None
+        line = Line()
+        for value in baseline.node_delta(node, path, view.call_tree.total_count):
+            line.add(format_delta(value), Style.parse(delta_style(value)))
+            line.add(" ")
+        return line
+
+    return decorate

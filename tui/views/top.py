@@ -19,6 +19,7 @@ from bpftop.tui.model.derived import HOT_COLUMNS, Match, sort_hot, trend
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
 from bpftop.tui.views.calltree import module_name
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
@@ -119,6 +120,13 @@ class TopView(RowsView):
             key, self._follow = self._follow, None
             if key != self.selected_key() and any(fn_key(fn) == key for fn in self._rows):
                 self.move_cursor(self._index_of(key))
+
+    def show(self, shown: Shown) -> None:
+        """The functions of ``shown``'s tree, with its search, file:line and baseline."""
+        self.set_baseline(shown.state.baseline)
+        self.set_options(match=shown.state.match, show_lines=shown.show_lines)
+        hot = shown.derived.hot if shown.derived is not None else ()  # None: being made
+        self.update_functions(hot, shown.tree.total_count, unit=shown.unit)
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         if match is not self.match or show_lines != self.show_lines:
