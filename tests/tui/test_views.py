@@ -265,6 +265,22 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
         assert app.views.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
 
 
+async def test_callers_self_column_is_the_functions_own_share_and_e_opens_to_a_process() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("3")
+        callers = app.views.callers_view
+        fn = callers.rows[0].node
+        (own,) = [f for f in demo_snapshot().hot if f.label == fn.label]
+        assert own.self_count > 0 and fn.self_count == own.self_count
+        share = 100 * own.self_count / fn.total_count
+        assert callers.render_line(0).text.split()[:2] == ["100.0%", f"{share:.1f}%"]
+        await pilot.press("e")  # own samples on every row: the chain still opens to a process
+        end = callers.rows[callers.cursor]
+        assert end.node.label == "demo" and not end.node.has_children
+
+
 async def test_selection_follows_from_top_to_tree() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
