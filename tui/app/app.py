@@ -26,7 +26,7 @@ from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, ti
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
-from bpftop.tui.app.probe_dialog import ProbeDialog
+from bpftop.tui.app.probe_dialog import ProbeDialog, latest_first
 from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
@@ -90,6 +90,7 @@ class BpftopApp(SourceApp):
         ``hot_min_pct``: the hot path opens no child under this share (--hot-min)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
+        self.probes_chosen: list[str] = []  # in the probe dialog, in order
         self.interval_s = interval_s
         self.export_path = Path(export_path) if export_path is not None else None
         self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
@@ -384,11 +385,12 @@ class BpftopApp(SourceApp):
             self.notify("this source cannot switch probes", severity="warning")
             return
         source, shown = self.source, self.shown
-        used = shown.probes if shown is not None else ()
         active = shown.stats.probe if shown is not None else ""
+        used = latest_first(shown.probes if shown is not None else (), self.probes_chosen, active)
 
         def chosen(text: str | None) -> None:
             if text:
+                self.probes_chosen.append(text)
                 source.switch_probe(text)
                 self.notify(f"switching to {text}", title="probe")
 
