@@ -236,6 +236,10 @@ def _append_other_probes(text: Text, snapshot: Snapshot) -> None:
         text.append(f"  {message}", "bold red" if rejected else "cyan")
 
 
+CHILDREN_HINT_CPU = 5.0
+"""Under this CPU % the target is said to leave its work to children (not followed)."""
+
+
 def _append_process(text: Text, snapshot: Snapshot) -> None:
     proc = snapshot.process
     text.append("bpftop ", "bold")
@@ -252,6 +256,11 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
             text.append(f"STOPPED (kill -CONT {proc.pid})", "bold red")
             text.append("  ")
         text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+        if proc.children and proc.cpu_percent < CHILDREN_HINT_CPU and proc.alive:
+            plural = "es" if proc.children > 1 else ""
+            text.append(f"its {proc.children} child process{plural} run unprofiled: ", "yellow")
+            text.append("--children", "bold yellow")
+            text.append("  ")
     else:  # a saved profile: no live process, and maybe no pid (folded files have none)
         text.append(f"  pid {proc.pid}  " if proc.pid else "  ")
     text.append(f"threads {proc.num_threads}  ")

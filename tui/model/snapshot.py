@@ -60,6 +60,7 @@ class ProcessInfo:
     processes: int = 0
     cpus: int = 0
     stopped: bool = False  # SIGSTOPped: nothing runs, so nothing is sampled
+    children: int = 0  # child processes running now that are not profiled (no --children)
 
 
 @dataclass(frozen=True, slots=True)
