@@ -19,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.events import DescendantFocus
+from textual.notifications import SeverityLevel
 from textual.widgets import Input, Static
 
 from bpftop.bpf.errors import OutputError
@@ -91,9 +92,11 @@ class BpftopApp(SourceApp):
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
         self.probes_chosen: list[str] = []  # in the probe dialog, in order
+        self._held_notes: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         self.interval_s = interval_s
-        self.export_path = Path(export_path) if export_path is not None else None
-        self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
+        # absolute now: what w says is where the file is, whatever the directory later
+        self.export_path = Path(export_path).absolute() if export_path is not None else None
+        self.export_dir = Path(export_dir if export_dir is not None else ".").absolute()
         self.shown: Snapshot | None = None
         self.paused = False
         self.show_lines = False
@@ -398,9 +401,31 @@ class BpftopApp(SourceApp):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(), lambda _: self._release_notes())
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """As Textual's, except that while the key list is up a notification
+        waits (toasts would be drawn over the list) and shows once it closes."""
+        if self.screen_stack and isinstance(self.screen_stack[-1], HelpScreen):
+            self._held_notes.append((message, title, severity, timeout, markup))
+            return
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def _release_notes(self) -> None:
+        held, self._held_notes = self._held_notes, []
+        for message, title, severity, timeout, markup in held:
+            self.notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def export_target(self) -> Path:
+        """Where ``w`` writes, as an absolute path (what the notification says)."""
         if self.export_path is not None:
             return self.export_path
         return self.export_dir / default_export_name()
