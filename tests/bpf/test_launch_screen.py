@@ -62,3 +62,28 @@ def test_launch_redirected_draws_on_the_terminal_and_names_the_command(tmp_path:
     assert b"kill -STOP" not in screen.data, "the holding shell was shown"
     written = out.read_text()
     assert written == "to-the-file\n", written
+
+
+def test_a_launched_shell_whose_child_does_the_work_suggests_children(
+    tmp_path: Path, workloads: Path
+) -> None:
+    """``-- sh -c 'split 60; true'``: sh forks split and waits (``; true`` keeps
+    it from exec'ing it): sh gets almost no samples, and the header says so."""
+    master, slave = os.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "40"}
+    command = ["sh", "-c", f"{workloads / 'split'} 60; true"]
+    bpftop = subprocess.Popen(
+        [str(BPFTOP), "--", *command],
+        stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    screen = Screen(master)
+    try:
+        assert screen.wait_for(b"child process run unprofiled: ", 60), bytes(screen.data[-3000:])
+        assert screen.wait_for(b"--children", 5)
+        os.write(master, b"q")
+        assert bpftop.wait(timeout=30) == 0
+    finally:
+        bpftop.kill()
+        bpftop.wait()
+        os.close(master)

@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from bpftop.tui.formats.measures import probe_measure
-from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.snapshot import (
+    CHILDREN_HINT_CPU,
+    CollectionStats,
+    Phase,
+    ProcessInfo,
+    Snapshot,
+)
 
 CMDLINE_WIDTH = 72
 
@@ -234,10 +240,6 @@ def _append_other_probes(text: Text, snapshot: Snapshot) -> None:
     if message and message != f"probe {active}":
         rejected = message.startswith("probe not changed")
         text.append(f"  {message}", "bold red" if rejected else "cyan")
-
-
-CHILDREN_HINT_CPU = 5.0
-"""Under this CPU % the target is said to leave its work to children (not followed)."""
 
 
 def _append_process(text: Text, snapshot: Snapshot) -> None:

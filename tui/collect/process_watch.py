@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import psutil
 
 from bpftop.bpf.errors import NoSuchProcessError
-from bpftop.tui.model.snapshot import ProcessInfo
+from bpftop.tui.model.snapshot import CHILDREN_HINT_CPU, ProcessInfo
 
 
 class ProcessWatch:
@@ -30,7 +30,8 @@ class ProcessWatch:
 
     ``command``: the command a held launch will exec (the process is still the
     shell that holds it: its name and command line are the command's);
-    ``count_children``: count its live child processes (not followed)."""
+    ``count_children``: count its live child processes (not followed) while
+    it uses under ``CHILDREN_HINT_CPU`` itself."""
 
     def __init__(self, pid: int, command: Sequence[str] = (), count_children: bool = False) -> None:
         self.pid = pid
@@ -72,16 +73,18 @@ class ProcessWatch:
             return dataclasses.replace(self._last, alive=False)
         try:
             with self._proc.oneshot():
+                cpu_percent = self._proc.cpu_percent()
+                idle = self._count_children and cpu_percent < CHILDREN_HINT_CPU
                 self._last = ProcessInfo(
                     pid=self.pid,
                     name=self.name,
                     cmdline=self._cmdline,
-                    cpu_percent=self._proc.cpu_percent(),
+                    cpu_percent=cpu_percent,
                     rss_bytes=self._proc.memory_info().rss,
                     num_threads=self._proc.num_threads(),
                     alive=True,
                     stopped=self._proc.status() == psutil.STATUS_STOPPED,
-                    children=live_children(self.pid) if self._count_children else 0,
+                    children=live_children(self.pid) if idle else 0,  # a read per thread
                 )
         except psutil.Error:
             self.gone = True
