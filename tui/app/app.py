@@ -410,10 +410,11 @@ class BpftopApp(SourceApp):
         title: str = "",
         severity: SeverityLevel = "information",
         timeout: float | None = None,
-        markup: bool = True,
+        markup: bool = False,
     ) -> None:
-        """As Textual's, except that while the key list is up a notification
-        waits (toasts would be drawn over the list) and shows once it closes."""
+        """As ``SourceApp``'s (plain text unless asked), except that while the key
+        list is up a notification waits (toasts would be drawn over the list)
+        and shows once it closes."""
         if self.screen_stack and isinstance(self.screen_stack[-1], HelpScreen):
             self._held_notes.append((message, title, severity, timeout, markup))
             return
