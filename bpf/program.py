@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bpftop.base.errors import BpfLoadError
 from bpftop.bpf.attach import COMPILED_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
@@ -28,7 +29,6 @@ from bpftop.bpf.environment import (
     import_bcc,
     kernel_source,
 )
-from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -305,7 +305,7 @@ class CpuSampler:
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self._copies is not None:  # the walkers' copies this kind's handlers tail-call
             with contextlib.suppress(Exception):  # refused: its stacks say the walker did not start
-                self._copies.ensure(plan.spec.kind)
+                self._copies.ensure(plan.spec.rule.program, plan.spec.rule.python)
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)

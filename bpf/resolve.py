@@ -27,13 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bpftop.bpf.environment import import_bcc
-from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, ProbeSpec, ProbeSpecError
+from bpftop.bpf.probes import (
+    PERF_TYPE_HARDWARE,
+    SOFTWARE_CPU_CLOCK,
+    Attach,
+    ProbeSpec,
+    ProbeSpecError,
+)
 from bpftop.bpf.usdt import UsdtReadError, usdt_notes
 
 MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
-PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE = 0, 1
-SOFTWARE_CPU_CLOCK = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,28 +69,27 @@ class UnsupportedProbeError(ProbeSpecError):
 
 def resolve(spec: ProbeSpec, pids: Sequence[int], system_wide: bool = False) -> Plan:
     """What to attach for ``spec`` on these targets; raises ProbeSpecError."""
-    kind = spec.kind
-    if kind is ProbeKind.PROFILE:
-        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_CPU_CLOCK)
-    if kind is ProbeKind.SOFTWARE:
-        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_EVENTS[spec.name])
-    if kind is ProbeKind.HARDWARE:
-        _check_hardware(spec)
-        return Plan(spec, perf_type=PERF_TYPE_HARDWARE, perf_config=HARDWARE_EVENTS[spec.name])
-    if kind in (ProbeKind.TRACEPOINT, ProbeKind.OFFCPU):
-        name = "sched:sched_switch" if kind is ProbeKind.OFFCPU else f"{spec.target}:{spec.name}"
+    rule = spec.rule
+    if rule.attach is Attach.PERF_EVENT:
+        names = rule.event_names
+        config = names[spec.name] if names is not None else SOFTWARE_CPU_CLOCK
+        if rule.perf_type == PERF_TYPE_HARDWARE:
+            _check_hardware(spec, config)
+        return Plan(spec, perf_type=rule.perf_type, perf_config=config)
+    if rule.attach is Attach.TRACEPOINT:
+        name = rule.tracepoint or f"{spec.target}:{spec.name}"
         _check_tracepoint(name)
         return Plan(spec, tracepoint=name)
-    if kind in (ProbeKind.KPROBE, ProbeKind.KRETPROBE):
+    if rule.attach is Attach.KERNEL_FUNCTION:
         _check_kprobes()
         return Plan(spec, kernel_function=spec.name)
     targets = _paths(spec.target, pids, system_wide)
-    if kind is ProbeKind.USDT:
+    if rule.attach is Attach.USDT:
         return Plan(spec, sites=_usdt_sites(spec, targets))
     return Plan(spec, sites=_symbol_sites(spec, targets))
 
 
-USER_KINDS = (ProbeKind.UPROBE, ProbeKind.URETPROBE, ProbeKind.USDT)
+USER_ATTACH = (Attach.USER_FUNCTION, Attach.USDT)
 
 
 def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: bool) -> None:
@@ -96,7 +99,7 @@ def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: boo
     TARGET given by name (``uprobe:c:malloc``: found in the targets' own maps)
     is left to ``resolve`` at attach time; paths, tracepoints, kprobes and
     hardware events are checked all the same."""
-    if pids is None and spec.kind in USER_KINDS and "/" not in spec.target:
+    if pids is None and spec.rule.attach in USER_ATTACH and "/" not in spec.target:
         return
     resolve(spec, pids or (), system_wide)
 
@@ -150,11 +153,11 @@ def _near_hint(near: Sequence[str], otherwise: str) -> str:
     return f"did you mean: {', '.join(near)}" if near else otherwise
 
 
-def _check_hardware(spec: ProbeSpec) -> None:
+def _check_hardware(spec: ProbeSpec, config: int) -> None:
     """Open (disabled) and close the hardware event on ourselves: does the PMU exist?"""
     attr = (ctypes.c_uint64 * 16)()
     attr[0] = PERF_TYPE_HARDWARE | (128 << 32)  # type, size
-    attr[1] = HARDWARE_EVENTS[spec.name]  # config
+    attr[1] = config
     attr[6] = 1  # flags: disabled
     libc = ctypes.CDLL(None, use_errno=True)
     fd = int(libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0))  # perf_event_open (x86_64)

@@ -21,10 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError
-from bpftop.tui.cli.args import build_parsers, settle
+from bpftop.base.errors import BpftopError
+from bpftop.tui.cli.args import parse_options
 from bpftop.tui.cli.early_start import open_early
-from bpftop.tui.cli.session import check, make_collector
+from bpftop.tui.cli.session import check
+from bpftop.tui.collect.assemble import make_collector
 from bpftop.tui.formats.snapshot_file import write_session
 from bpftop.tui.model.snapshot import Snapshot
 
@@ -42,11 +43,11 @@ def record(command: list[str], seconds: float) -> list[Snapshot]:
     snapshots: list[Snapshot] = []
     errors: list[BpftopError] = []
     time.sleep(0.5)  # started, as a process one profiles is
-    args = settle(build_parsers()[0].parse_args(["-p", str(target.pid)]))
-    args.early_perf = open_early(args)
-    sampler = check(args)
+    options = parse_options(["-p", str(target.pid)], recording=False)
+    early = open_early(options)  # as bpftop's main: samples from before the compile
+    sampler = check(options)
     assert sampler is not None
-    collector = make_collector(args, sampler, args.interval)
+    collector = make_collector(options, sampler, early)
     collector.source_lines = True
     try:
         collector.start(snapshots.append, on_error=errors.append)
@@ -61,6 +62,8 @@ def record(command: list[str], seconds: float) -> list[Snapshot]:
         kept = list(snapshots)  # not the one stopping makes (its tick is a few ms long)
     finally:
         collector.stop()
+        if early is not None:
+            early.close()
         target.kill()
         target.wait()
     return kept

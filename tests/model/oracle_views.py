@@ -1,7 +1,7 @@
 """The derived views walked node by node: the oracle the array versions are tested against.
 
 Production computes each derived view once, on a tree's arrays
-(``tui.model.views``, ``tui.model.callers``). These walks say the same
+(``tui.model.derived``, ``tui.model.callers_tree``). These walks say the same
 things the plain way, one node at a time, over any ``CallNode`` tree; the
 tests compare the two on random profiles. Nothing in ``tui/`` imports this.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from bpftop.tui.model.derived import Match, NodePath
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import Match, NodePath
 
 
 def filter_tree(node: CallNode, match: Match) -> CallNode | None:

@@ -9,12 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.tui.model.callers import callers_tree
-from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
-from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import chain_to, compile_search, next_match, node_at
-from bpftop.tui.model.views import (
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import (
     Match,
     filter_tree,
     hot_from_tree,
@@ -23,6 +19,10 @@ from bpftop.tui.model.views import (
     sort_hot,
     trend,
 )
+from bpftop.tui.model.flame_layout import flame_rows, frame_kind, span_at
+from bpftop.tui.model.node_paths import chain_to, compile_search, next_match, node_at
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.viewstate import ViewState
 from tests.formats.folded_oracle import folded_lines
 from tests.model import oracle_views as oracle

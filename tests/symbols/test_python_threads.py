@@ -1,4 +1,4 @@
-"""Thread names from a live CPython 3.11's ``threading`` (symbols/python_threads.py,
+"""Thread names from a live CPython 3.11's ``threading`` (symbols/python/threads.py,
 tui/collect/thread_names.py), on tests/workloads/py_threads.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.raw import RawSample, RawTick
-from bpftop.symbols.python_runtime import PythonRuntime, find_python
-from bpftop.symbols.python_threads import PythonThreadNames
+from bpftop.symbols.python.runtime import PythonRuntime, find_python
+from bpftop.symbols.python.threads import PythonThreadNames
 from bpftop.tui.collect.thread_names import PYTHON_READ_S, ThreadNames
 
 PYTHON311 = "/usr/bin/python3.11"

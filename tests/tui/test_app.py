@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets._toast import Toast, ToastRack
 
-from bpftop.bpf.errors import BpftopError, PermissionsError
+from bpftop.base.errors import BpftopError, PermissionsError
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.model.snapshot import Phase

@@ -22,7 +22,7 @@ from textual.events import DescendantFocus
 from textual.notifications import SeverityLevel
 from textual.widgets import Input, Static
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
@@ -38,10 +38,10 @@ from bpftop.tui.collect.snapshot_source import (
     SnapshotSource,
 )
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.derived import NodePath
 from bpftop.tui.model.idle import idle_applies
+from bpftop.tui.model.node_paths import HOT_MIN_PCT
 from bpftop.tui.model.snapshot import CallNode, Snapshot
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT
-from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView

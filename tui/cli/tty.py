@@ -14,7 +14,7 @@ import os
 import select
 import sys
 
-from bpftop.bpf.errors import InternalError, UsageError
+from bpftop.base.errors import InternalError, UsageError
 
 
 def has_terminal() -> bool:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from bpftop.bpf.crash_log import log_exception
-from bpftop.bpf.errors import BpftopError, InternalError
+from bpftop.base.crash_log import log_exception
+from bpftop.base.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
@@ -146,6 +146,11 @@ class Collector:
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
+
+    @property
+    def launched(self) -> subprocess.Popen[bytes] | None:
+        """The command bpftop started held (``-- COMMAND``), or None."""
+        return self._launched
 
     # -- SnapshotSource -------------------------------------------------------
     def start(

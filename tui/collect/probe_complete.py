@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, parse_spec
 from bpftop.bpf.resolve import (
     function_symbols,

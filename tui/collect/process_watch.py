@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import psutil
 
-from bpftop.bpf.errors import NoSuchProcessError
+from bpftop.base.errors import NoSuchProcessError
 from bpftop.tui.model.snapshot import CHILDREN_HINT_CPU, ProcessInfo
 
 

@@ -8,10 +8,10 @@ showing the previous result until the new one arrives.
 
 from __future__ import annotations
 
-from bpftop.tui.model.callers import callers_tree
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import Match
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import Match
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.widgets.background import Background
 

@@ -5,7 +5,7 @@ flattened along expanded nodes into a row list, and ``render_line`` draws
 the rows in view. Expansion state and the cursor are keyed by node path
 (the sibling keys from the top), so both survive every new snapshot.
 
-The tree opens on the hottest path (``tree_paths.hot_chain``: as far as a
+The tree opens on the hottest path (``node_paths.hot_chain``: as far as a
 step is worth taking), the cursor on its end, and keeps that path open on each
 new snapshot until the user moves the cursor, expands or collapses anything,
 zooms, or selects from another view. Fresh data never moves the cursor: only
@@ -22,11 +22,11 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from bpftop.tui.model.flame import is_unnamed
+from bpftop.tui.model.derived import Match, NodePath, hottest_path_of
+from bpftop.tui.model.flame_layout import is_unnamed
+from bpftop.tui.model.node_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
-from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 

@@ -21,7 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.strip import Strip
 
-from bpftop.bpf.crash_log import log_path, logged_errors
+from bpftop.base.crash_log import log_path, logged_errors
 from bpftop.bpf.python_walk import MAX_FRAMES as PY_MAX_FRAMES
 from bpftop.tui.collect.diag_facts import REFRESH_S
 from bpftop.tui.model.snapshot import MapUsage, PythonCounts, Snapshot, UnwindState

@@ -22,11 +22,11 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
+from bpftop.tui.model.derived import Match, NodePath, hottest_path_of
+from bpftop.tui.model.flame_layout import Span, flame_rows, frame_kind, span_at
+from bpftop.tui.model.node_paths import node_at
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import node_at
-from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.views.calltree import module_name
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.lines_view import CachedLinesView

@@ -9,9 +9,9 @@ from rich.style import Style
 from rich.text import Text
 
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
+from bpftop.tui.model.derived import Match, NodePath
+from bpftop.tui.model.node_paths import next_match, node_at
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import next_match, node_at
-from bpftop.tui.model.views import Match, NodePath
 from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView

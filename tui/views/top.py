@@ -17,9 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.events import Click
 
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
+from bpftop.tui.model.derived import HOT_COLUMNS, TREND_TICKS, Match, sort_hot, trend
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import HOT_COLUMNS, TREND_TICKS, Match, sort_hot, trend
 from bpftop.tui.views.calltree import module_name
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
