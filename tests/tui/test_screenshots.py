@@ -16,7 +16,15 @@ from bpftop.tui.cli.files import saved_snapshots
 from bpftop.tui.formats.snapshot_file import SessionFileError, read_session, write_session
 from bpftop.tui.model.snapshot import Phase
 from tests.tui.demo_fixture import demo_snapshot
-from tests.tui.screens import BEFORE, RECORDING, ROOT, SESSIONS
+from tests.tui.screens import (
+    BEFORE,
+    RECORDING,
+    ROOT,
+    SCREEN_SIZE,
+    SCREENS,
+    SESSIONS,
+    screen_app,
+)
 
 
 def screenshot_script() -> ModuleType:
@@ -88,3 +96,27 @@ def test_a_session_file_gives_back_what_was_written(tmp_path: Path) -> None:
     path.write_text('{"format": "something else"}')
     with pytest.raises(SessionFileError, match="not a bpftop live session file"):
         read_session(path)
+
+
+async def test_readme_captions_say_what_the_live_screenshots_show() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    demo, _ = read_session(SESSIONS["live-demo"])
+    assert f"bundled demo workload, {demo[-1].stats.elapsed_s:.0f} s in" in readme, "as the header"
+    quality = dict(demo[-1].stats.stack_quality)
+    assert quality["BPF .eh_frame walker"] > 0 and any(q.startswith("perf_event") for q in quality)
+    assert "Threads (`6`) shows the demo's two threads by name" in readme
+    app = screen_app(SCREENS["tree"])
+    async with app.run_test(size=SCREEN_SIZE) as pilot:
+        await pilot.pause()
+        tree = app.views.tree_view
+        assert tree.rows[tree.cursor].node.label == "mix_round"
+    assert "hot path opened by itself down to `mix_round`" in readme
+    python, _ = read_session(SESSIONS["live-python"])
+    assert python[-1].stats.left_out_samples > 0, "early samples left out, as the caption says"
+    app = screen_app(SCREENS["python"])
+    async with app.run_test(size=SCREEN_SIZE) as pilot:
+        await pilot.pause()
+        labels = [row.node.label for row in app.views.tree_view.rows]
+    functions = [label for label in labels if label.startswith("w30 (")]
+    assert functions and all(f.endswith("py_mix.py)") for f in functions), "no line numbers"
+    assert "grouped by function" in readme
