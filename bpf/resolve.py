@@ -186,7 +186,8 @@ def mapped_files(pid: int) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _matches_name(path: str, name: str) -> bool:
+def matches_name(path: str, name: str) -> bool:
+    """Whether a TARGET name (``c``, ``libssl``, ``python3.11``) names the file ``path``."""
     base = os.path.basename(path)
     return (
         base == name
@@ -210,7 +211,7 @@ def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[s
         if not any(os.path.exists(seen_by(target, pid)) for pid in pids or [-1]):
             raise ProbeSpecError(f"no file {target}", "give an existing path or a library name")
         return tuple((target, -1 if system_wide else pid) for pid in pids or [-1])
-    found = [(p, pid) for pid in pids for p in mapped_files(pid) if _matches_name(p, target)]
+    found = [(p, pid) for pid in pids for p in mapped_files(pid) if matches_name(p, target)]
     if found and not system_wide:
         return tuple(dict.fromkeys(found))
     if found:
@@ -262,6 +263,21 @@ def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
     return tuple((name.decode(errors="replace"), int(addr)) for name, addr in found)
 
 
+def public_names(symbols: Sequence[tuple[str, int]], prefix: str = "") -> list[str]:
+    """The names starting with ``prefix``, sorted, each once, without internal
+    aliases: of the names at one address, only those with the fewest leading
+    underscores (``malloc``, not ``__libc_malloc`` or ``__GI___libc_malloc``),
+    unless ``prefix`` itself starts with an underscore."""
+    matching = [(n, a) for n, a in symbols if n.startswith(prefix)]
+    if prefix.startswith("_"):
+        return sorted({n for n, _ in matching})
+    fewest: dict[int, int] = {}
+    for name, address in symbols:
+        under = len(name) - len(name.lstrip("_"))
+        fewest[address] = min(under, fewest.get(address, under))
+    return sorted({n for n, a in matching if len(n) - len(n.lstrip("_")) == fewest[a]})
+
+
 ELF_PARSED = "an ELF file BCC could not parse"
 
 
@@ -283,7 +299,7 @@ def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[
             if fnmatch.fnmatchcase(name, spec.name) if spec.is_glob else name == spec.name:
                 sites.setdefault((path, address, pid), UserSite(path, address, name, pid))
         if not any(s.path == path for s in sites.values()):
-            raise _no_symbol(spec, path, [n for n, _ in symbols])
+            raise _no_symbol(spec, path, symbols)
     functions = {(s.path, s.address) for s in sites.values()}
     if len(functions) > MAX_SITES:
         raise ProbeSpecError(
@@ -293,16 +309,15 @@ def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[
     return tuple(sites.values())
 
 
-def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecError:
-    if not names:
+def _no_symbol(spec: ProbeSpec, path: str, symbols: Sequence[tuple[str, int]]) -> ProbeSpecError:
+    if not symbols:
         why = _unreadable(path)
         hint = "is it stripped? give another binary" if why == ELF_PARSED else why
         return ProbeSpecError(f"{path} has no function symbols", hint)
     pattern = spec.name.strip("*?[]")
-    near = difflib.get_close_matches(spec.name, names, n=5, cutoff=0.7)
-    near += sorted(n for n in set(names) if pattern and pattern in n and n not in near)[
-        : 5 - len(near)
-    ]
+    offered = public_names(symbols, "_" if spec.name.startswith("_") else "")
+    near = difflib.get_close_matches(spec.name, offered, n=5, cutoff=0.7)
+    near += [n for n in offered if pattern and pattern in n and n not in near][: 5 - len(near)]
     return ProbeSpecError(
         f"no function '{spec.name}' in {path}", _near_hint(near, "check the name with nm -D")
     )

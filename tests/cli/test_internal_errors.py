@@ -131,7 +131,7 @@ def test_an_unreadable_file_is_not_called_stripped() -> None:
 
 
 def test_probe_completion_survives_an_unreadable_file() -> None:
-    def unreadable(path: str) -> list[tuple[str, int]]:
+    def unreadable(path: str, pid: int) -> list[tuple[str, int]]:
         raise BpftopError(f"cannot read the symbols of {path}")
 
     completer = ProbeCompleter(pids=[1], files=lambda pid: ["/x/lib"], symbols=unreadable)

@@ -57,6 +57,13 @@ def launch_held(command: Sequence[str]) -> subprocess.Popen[bytes]:
     return proc
 
 
+def held_command(proc: subprocess.Popen[bytes] | None) -> list[str]:
+    """The command a ``launch_held`` process will exec (as the user gave it), or []."""
+    if proc is None or not isinstance(proc.args, list) or proc.args[2:3] != [HOLD]:
+        return []
+    return [str(arg) for arg in proc.args[3:]]
+
+
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 

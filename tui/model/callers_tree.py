@@ -3,6 +3,8 @@
 ``callers_tree`` gives root ("callers") -> the function -> its callers ->
 theirs, each caller path weighted by the samples the function spent under
 it (its outermost occurrence on a path only, so recursion counts once).
+A node's self count is, as in perf report's callers view, the samples in
+which the function itself was the leaf (on the paths through that node).
 It is computed on the tree's arrays, level by level, and is a ``LiveTree``
 itself: the views' array code applies to it (search, hottest path), and a
 function called from 10,000 paths makes nodes only for what is shown.
@@ -37,28 +39,49 @@ def callers_tree(tree: CallNode, key: NodeKey) -> LiveNode:
     """Root -> the function ``key`` -> its callers -> theirs -> ... -> processes.
 
     Each outermost occurrence of the function adds its samples along its path
-    upwards; paths are merged where their callers are the same.
+    upwards, and its leaf samples (the function's own, recursive calls within
+    it included) as the self count of each node on it; paths are merged where
+    their callers are the same.
     """
     live = array_tree(tree)
     key_id = live.key_ids.get(key, -1)
     occurrences = np.flatnonzero(
         (live.key_id == key_id) & ((live.flags & FIRST_OF_FUNCTION) != 0) & (live.total > 0)
     )
-    levels = _caller_levels(live, live.parent[occurrences], live.total[occurrences])
+    leaf = _leaf_samples(live, key_id, occurrences)
+    levels = _caller_levels(live, live.parent[occurrences], live.total[occurrences], leaf)
     return _callers_tree(live, key, levels)
+
+
+def _leaf_samples(live: LiveTree, key_id: int, occurrences: npt.NDArray[np.intp]) -> Counts:
+    """Per outermost occurrence: the samples with the function as their leaf
+    below it (its own, and those of recursive calls of it under it)."""
+    owners = np.flatnonzero((live.key_id == key_id) & (live.self_count > 0))
+    weights = live.self_count[owners]
+    up = owners.copy()
+    inner = (live.flags[up] & FIRST_OF_FUNCTION) == 0  # a recursive call: find the outermost
+    while inner.any():
+        up[inner] = live.parent[up[inner]]
+        outermost = (live.key_id[up] == key_id) & ((live.flags[up] & FIRST_OF_FUNCTION) != 0)
+        inner &= ~outermost & (up != ROOT)
+    slot = np.searchsorted(occurrences, up)
+    found = (slot < len(occurrences)) & (occurrences[np.minimum(slot, len(occurrences) - 1)] == up)
+    return np.bincount(slot[found], weights[found], len(occurrences)).astype(np.int64)
 
 
 class CallerLevel(NamedTuple):
     """One level of callers: for each, its callee's index one level down (the
-    function's at the first level), its key, its samples and one node it merges."""
+    function's at the first level), its key, its samples, the function's leaf
+    samples among them and one node it merges."""
 
     below: Counts
     key_id: Counts
     samples: Counts
+    leaf: Counts
     origin: Ids
 
 
-def _caller_levels(live: LiveTree, nodes: Ids, weights: Counts) -> list[CallerLevel]:
+def _caller_levels(live: LiveTree, nodes: Ids, weights: Counts, leaf: Counts) -> list[CallerLevel]:
     """Callers level by level, from the occurrences' parents up to the processes.
 
     At each level a path's caller node is identified by (its node one level
@@ -67,21 +90,22 @@ def _caller_levels(live: LiveTree, nodes: Ids, weights: Counts) -> list[CallerLe
     levels: list[CallerLevel] = []
     group = np.zeros(len(nodes), np.int64)  # 0: the function itself
     keep = nodes != ROOT
-    nodes, weights, group = nodes[keep], weights[keep], group[keep]
+    nodes, weights, leaf, group = nodes[keep], weights[keep], leaf[keep], group[keep]
     width = max(1, len(live.keys))
     while len(nodes):
         pairs = group * width + live.key_id[nodes]  # (node below, caller's key) as one number
         unique, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
         samples = np.bincount(inverse, weights, len(unique)).astype(np.int64)
-        levels.append(CallerLevel(unique // width, unique % width, samples, nodes[first]))
+        own = np.bincount(inverse, leaf, len(unique)).astype(np.int64)
+        levels.append(CallerLevel(unique // width, unique % width, samples, own, nodes[first]))
         up = live.parent[nodes]
         keep = up != ROOT  # a process is the last caller of a path
-        nodes, weights, group = up[keep], weights[keep], inverse[keep]
+        nodes, weights, leaf, group = up[keep], weights[keep], leaf[keep], inverse[keep]
     return levels
 
 
 _EMPTY = np.zeros(0, np.int64)
-_NO_LEVEL = CallerLevel(_EMPTY, _EMPTY, _EMPTY, np.zeros(0, np.int32))
+_NO_LEVEL = CallerLevel(_EMPTY, _EMPTY, _EMPTY, _EMPTY, np.zeros(0, np.int32))
 
 
 def _callers_tree(live: LiveTree, key: NodeKey, levels: list[CallerLevel]) -> LiveNode:
@@ -103,14 +127,17 @@ def _callers_tree(live: LiveTree, key: NodeKey, levels: list[CallerLevel]) -> Li
     ends = [key_ids.setdefault(k, len(key_ids)) for k in (CALLERS_ROOT, key)]
     keys.extend(list(key_ids)[len(keys) :])  # the root's and the function's, if new
     total = _joined([np.array([found, found], np.int64), *(level.samples for level in levels)])
-    return tree_from_parents(
+    leaf = int(levels[0].leaf.sum()) if levels else 0
+    own = _joined([np.array([0, leaf], np.int64), *(level.leaf for level in levels)])
+    callers = tree_from_parents(
         _joined(parent).astype(np.int32),
         np.repeat(np.arange(len(sizes) + 2, dtype=np.int16), [1, 1, *sizes]),
         _joined([np.array(ends, np.int64), key_id]).astype(np.int32),
         _joined([np.zeros(2, np.uint8), live.flags[origin] & (INLINED | UNRESOLVED)]),
-        total - _joined(passed), total, keys, key_ids, sources_from(live, origin, 2),
-        live.start_lines,
-    ).root()  # fmt: skip
+        own, total, keys, key_ids, sources_from(live, origin, 2), live.start_lines,
+    )  # fmt: skip
+    callers.has_kids = _joined(passed) > 0  # own counts do not say where paths end here
+    return callers.root()
 
 
 def _joined(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:

@@ -288,10 +288,21 @@ def sort_hot(hot: tuple[HotFunction, ...], column: str, descending: bool) -> lis
     return sorted(hot, key=keys[column], reverse=descending)
 
 
-def trend(before: float | None, now: float, threshold: float = 0.05) -> str:
-    """A marker comparing a share with the last tick's: ▲ hotter, ▼ cooler, + new."""
+TREND_TICKS = 5
+"""Trends compare a share with the one this many ticks before (a tick's noise
+alone flipped most rows' arrows every tick)."""
+TREND_MIN_PP = 0.5
+"""A share must move at least this many percentage points to get an arrow ..."""
+TREND_RELATIVE = 0.1
+"""... and at least this fraction of what it was."""
+
+
+def trend(before: float | None, now: float) -> str:
+    """A marker comparing a share (%) with an earlier one: ▲ hotter, ▼ cooler,
+    + new, blank when the change is within ``TREND_MIN_PP`` or ``TREND_RELATIVE``."""
     if before is None:
         return "+"
+    threshold = max(TREND_MIN_PP, TREND_RELATIVE * before)
     if now > before + threshold:
         return "▲"
     if now < before - threshold:

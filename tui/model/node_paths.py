@@ -41,17 +41,22 @@ HOT_OF_PARENT = 0.1
 
 
 def hot_chain(
-    node: CallNode, total: int, min_pct: float = HOT_MIN_PCT, of_parent: float = HOT_OF_PARENT
+    node: CallNode,
+    total: int,
+    min_pct: float = HOT_MIN_PCT,
+    of_parent: float = HOT_OF_PARENT,
+    own_stops: bool = True,
 ) -> NodePath:
     """The keys from ``node`` down its hottest children, stopping where a step is
     not worth taking (as perf report's call-chain threshold does): at a node whose
-    own samples outweigh its hottest child, or before a child under ``min_pct``
-    percent of ``total`` or under ``of_parent`` of its parent's samples."""
+    own samples outweigh its hottest child (unless not ``own_stops``: a callers
+    tree, where own samples are not where paths end), or before a child under
+    ``min_pct`` percent of ``total`` or under ``of_parent`` of its parent's samples."""
     path: list[NodeKey] = []
     while node.has_children:
         child = node.children[0]  # hottest first
         if (
-            node.self_count > child.total_count
+            (own_stops and node.self_count > child.total_count)
             or 100 * child.total_count < min_pct * total
             or child.total_count < of_parent * node.total_count
         ):

@@ -31,6 +31,7 @@ class CallersView(CallTreeView):
         super().__init__(id=id)
         self.open_depth = 3
         self.following_hot = False  # its rows are the selection's callers: nothing to follow
+        self.own_ends_paths = False  # own: the function's leaf samples, on every row of a path
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
         self._builds: Background[Built] | None = None

@@ -103,6 +103,7 @@ class CallTreeView(RowsView):
         self.following_hot = True
         """Re-open the hottest path on every new tree, until the user takes over."""
         self.hot_min_pct = HOT_MIN_PCT
+        self.own_ends_paths = True  # a node's own samples are the stacks that end there
         """The hot path opens no child under this share of the whole tree (percent)."""
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
@@ -317,7 +318,8 @@ class CallTreeView(RowsView):
         """Expand ``node`` (at ``path``) and its hottest child, and theirs, as far
         as ``hot_chain`` goes (shares of the whole tree); the path of its end.
         The synthetic root is never a row: from it, the first process at least."""
-        chain = hot_chain(node, max(1, self._tree.total_count), self.hot_min_pct)
+        total = max(1, self._tree.total_count)
+        chain = hot_chain(node, total, self.hot_min_pct, own_stops=self.own_ends_paths)
         if not path and not chain and node.children:
             chain = (node.children[0].key,)
         for n in range(len(chain)):
