@@ -56,8 +56,9 @@ def _wait_for_map(path: Path, names: tuple[str, ...], timeout_s: float = 20) -> 
 
 
 @contextmanager
-def _running(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+def _running(command: list[str], cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` running in ``cwd`` (V8 writes an isolate-*.log there), killed after."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=cwd)
     try:
         yield proc
     finally:
@@ -101,15 +102,15 @@ def shares(stacks: Stacks) -> tuple[float, float, float]:
 
 def test_js_functions_named_from_the_perf_map_beside_perf(workloads: Path, tmp_path: Path) -> None:
     assert shutil.which("perf"), "linux-perf is installed by scripts/setup.sh"
-    with _running(_node_command(workloads, "120")) as node:
+    with _running(_node_command(workloads, "120"), tmp_path) as node:
         _wait_for_map(Path(f"/tmp/perf-{node.pid}.map"), ("hotA", "hotB", "run"))
         data, out = tmp_path / "perf.data", tmp_path / "node.folded"
         perf = subprocess.Popen(
-            ["perf", "record", "-q", "-g", "-F", "99", "-p", str(node.pid), "-o", str(data),
+            ["perf", "record", "-q", "-g", "-F", "499", "-p", str(node.pid), "-o", str(data),
              "--", "sleep", "6"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        result = record(node.pid, out, "-d", "6")
+        result = record(node.pid, out, "-F", "499", "-d", "6")
         perf.wait(timeout=60)
     try:
         theirs = perf_stacks(data)  # perf names JIT code from the map when it reads perf.data
@@ -124,15 +125,17 @@ def test_js_functions_named_from_the_perf_map_beside_perf(workloads: Path, tmp_p
         f" node::Start {native:.1%}; perf -g {p_named:.1%} of {sum(theirs.values())},"
         f" hotA {p_a_share:.1f}%, node::Start {p_native:.1%}"
     )
-    assert sum(ours.values()) > 200 and sum(theirs.values()) > 200
+    assert sum(ours.values()) > 300 and sum(theirs.values()) > 300
     assert named >= 0.95, ours.most_common(3)
+    # Each share is of a few hundred samples or more (1-2 points of noise each).
     assert abs(a_share - 200 / 3) <= 5
-    assert abs(a_share - p_a_share) <= 3
+    assert abs(a_share - p_a_share) <= 4
     assert native >= 0.95, ours.most_common(3)  # node's own frames named below the JIT's
 
 
 def test_record_without_perf_map_says_to_turn_it_on(workloads: Path, tmp_path: Path) -> None:
-    with _running(_node_command(workloads, "120", flags=("--no-turbo-inlining",))) as node:
+    flags = ("--no-turbo-inlining",)
+    with _running(_node_command(workloads, "120", flags=flags), tmp_path) as node:
         time.sleep(1.5)
         out = tmp_path / "nomap.folded"
         result = record(node.pid, out, "-d", "3")
@@ -167,7 +170,8 @@ def test_perf_map_in_its_own_namespaces_and_read_again_as_it_grows(
     late.unlink(missing_ok=True)
     node_command = " ".join(_node_command(workloads, "120", str(late)))
     inner = f"mount -t tmpfs tmpfs /tmp && exec {node_command}"
-    with _running(["unshare", "--pid", "--mount", "--fork", "sh", "-c", inner]) as shell:
+    unshare = ["unshare", "--pid", "--mount", "--fork", "sh", "-c", inner]
+    with _running(unshare, tmp_path) as shell:
         node = _child_of(shell.pid)
         inside = Path(f"/proc/{node}/root/tmp/perf-1.map")
         map_text = _wait_for_map(inside, ("hotA", "hotB"))
@@ -177,7 +181,7 @@ def test_perf_map_in_its_own_namespaces_and_read_again_as_it_grows(
         command = [str(BPFTOP), "record", "-p", str(node), "-o", str(out), "-d", "9"]
         recording = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(4)  # bpftop has named samples from the map by now
+            time.sleep(4)  # bpftop read the map when it first saw node, before lateC
             late.touch()
             _, stderr = recording.communicate(timeout=90)
         finally:
