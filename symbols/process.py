@@ -259,13 +259,21 @@ class ProcessSymbolizer:
         return self._jit_frame(entry, addr)
 
     def _jit_frame(self, entry: MapEntry, addr: Address) -> Frame:
-        """Anonymous (or ``[anon:...]``) code: named by the perf map, if any."""
+        """Anonymous (or ``[anon:...]``) memory: named by the perf map, if
+        any. Only executable memory is JIT code without one: a return address
+        in the heap or a stack is a walk gone wrong (the mapping's permissions
+        are those of now, so a map entry still names code made writable since)."""
         hit = self.perf_map.lookup(addr)
-        if hit is None and self._refresh_perf_map():
+        if hit is None and entry.executable and self._refresh_perf_map():
             hit = self.perf_map.lookup(addr)
         if hit is not None:
             return named_frame(hit[0], f"/tmp/perf-{self.nspid}.map", hit[1])
-        reason = Unresolved.ANONYMOUS if self.perf_map.exists else Unresolved.JIT_NO_PERF_MAP
+        if not entry.executable:
+            reason = Unresolved.NOT_CODE
+        elif self.perf_map.exists:
+            reason = Unresolved.ANONYMOUS
+        else:
+            reason = Unresolved.JIT_NO_PERF_MAP
         return Frame(None, entry.path, entry.file_offset(addr), reason=reason)
 
     def _refresh_perf_map(self) -> bool:
