@@ -210,7 +210,9 @@ class ProcessSymbolizer:
         index = self._index_for(entry)
         if isinstance(index, ElfError):
             return None
-        vaddr = index.vaddr_for_offset(entry.file_offset(Address(looked)))
+        vaddr = index.vaddr_for_offset(
+            entry.file_offset(Address(looked)), entry.offset, entry.executable
+        )
         dwarf = None if vaddr is None else self._cache.dwarf_for(index)
         return None if dwarf is None or vaddr is None else (dwarf, vaddr)
 
@@ -290,7 +292,7 @@ class ProcessSymbolizer:
         index = self._index_for(entry)
         if isinstance(index, ElfError):
             return Frame(None, entry.path, file_offset, reason=index.reason)
-        hit = index.lookup_offset(file_offset)
+        hit = index.lookup_offset(file_offset, entry.offset, entry.executable)
         if hit is None:
             return Frame(None, entry.path, file_offset, reason=_miss(index))
         return named_frame(hit[0], entry.path, hit[1])
@@ -304,7 +306,7 @@ class ProcessSymbolizer:
         if entry is None or not isinstance(index, ElfIndex):
             return None
         file_offset = entry.file_offset(addr)
-        vaddr = index.vaddr_for_offset(file_offset)
+        vaddr = index.vaddr_for_offset(file_offset, entry.offset, entry.executable)
         start = None if vaddr is None else self._cache.function_start(index, vaddr)
         if vaddr is None or start is None:
             return None
@@ -318,7 +320,7 @@ class ProcessSymbolizer:
         offset = entry.file_offset(addr)
         if isinstance(index, ElfError):
             return Frame(None, VDSO, offset, reason=index.reason)
-        hit = index.lookup_offset(offset)
+        hit = index.lookup_offset(offset, entry.offset, entry.executable)
         if hit is None:
             return Frame(None, VDSO, offset, reason=_miss(index))
         return named_frame(hit[0], VDSO, hit[1])
