@@ -1,10 +1,11 @@
-"""Rust, Go and LLD-linked C stacks: bpftop beside ``perf --call-graph dwarf``.
+"""Rust, Go, LLD-linked C and Node stacks: bpftop beside perf.
 
 Starts each target, lets it get busy, then runs ``bpftop record`` (default
 flags) and ``perf record --call-graph dwarf`` on it at the same time for the
-same seconds, and prints per tool the share of samples whose stack reaches
-the target's main (Go: the share naming the frameless leaf's caller, and
-hotA's part of those, 2:1 = 66.7%):
+same seconds (Node: ``perf record -g``, as perf is used with V8's perf map,
+which both tools name the JS functions from), and prints per tool the share
+of samples whose stack reaches the target's main (Go and Node: the share
+naming hotA or hotB under run, and hotA's part of those, 2:1 = 66.7%):
 
     sudo flock /tmp/bench.lock .venv/bin/python -m bench.runtimes
 """
@@ -12,6 +13,7 @@ hotA's part of those, 2:1 = 66.7%):
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import tempfile
 import time
@@ -22,8 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "build" / "workloads"
 BPFTOP = ROOT / ".venv" / "bin" / "bpftop"
 # target -> the frame a whole stack holds
-TARGETS = {"rshot": "rshot::main", "chain_nofp_lld": "main", "goshot": "main.run"}
-GO_CALLERS = ("main.hotA", "main.hotB")
+TARGETS = {
+    "rshot": "rshot::main",
+    "chain_nofp_lld": "main",
+    "goshot": "main.run",
+    "nodeshot": "JS:*run ",
+}
+# target -> the two callees whose 2:1 split is reported
+CALLERS = {"goshot": ("main.hotA", "main.hotB"), "nodeshot": ("JS:*hotA ", "JS:*hotB ")}
+NODE_FLAGS = ("--perf-basic-prof", "--no-turbo-inlining")
 
 Stacks = Counter[tuple[str, ...]]
 
@@ -51,54 +60,65 @@ def perf_stacks(data: Path) -> Stacks:
     return stacks
 
 
-def report(tool: str, stacks: Stacks, wanted: str) -> str:
+def report(tool: str, stacks: Stacks, wanted: str, pair: tuple[str, str] | None) -> str:
     total = sum(stacks.values()) or 1
     whole = sum(n for s, n in stacks.items() if any(f.startswith(wanted) for f in s))
-    line = f"  {tool:6} {100 * whole / total:5.1f}% of {total} reach {wanted}"
-    if wanted == "main.run":
+    line = f"  {tool:6} {100 * whole / total:5.1f}% of {total} reach {wanted.strip()}"
+    if pair is not None:
         callers = Counter[str]()
         for stack, n in stacks.items():
-            for caller in GO_CALLERS:
+            for caller in pair:
                 if any(f.startswith(caller) for f in stack):
                     callers[caller] += n
         named = sum(callers.values())
         line += f"; callers named {100 * named / total:.1f}%"
-        line += f", hotA {100 * callers['main.hotA'] / max(1, named):.1f}% of them"
+        line += f", {pair[0].strip()} {100 * callers[pair[0]] / max(1, named):.1f}% of them"
     return line
 
 
-def run(target: str, seconds: int, busy_s: float) -> None:
-    proc = subprocess.Popen([str(WORKLOADS / target), "600"])
-    try:
-        time.sleep(busy_s)
-        with tempfile.TemporaryDirectory() as tmp:
+def command(target: str) -> list[str]:
+    if target == "nodeshot":
+        return [shutil.which("node") or "node", *NODE_FLAGS, str(WORKLOADS / "nodeshot.js"), "600"]
+    return [str(WORKLOADS / target), "600"]
+
+
+def run(target: str, seconds: int, busy_s: float, hz: int) -> None:
+    call_graph = ["-g"] if target == "nodeshot" else ["--call-graph", "dwarf"]
+    with tempfile.TemporaryDirectory() as tmp:  # node's cwd: V8 writes an isolate log there
+        proc = subprocess.Popen(command(target), stdout=subprocess.DEVNULL, cwd=tmp)
+        try:
+            time.sleep(busy_s)
             out, data = Path(tmp) / "b.folded", Path(tmp) / "perf.data"
             perf = subprocess.Popen(
-                ["perf", "record", "-q", "-F", "99", "--call-graph", "dwarf", "-p",
+                ["perf", "record", "-q", "-F", str(hz), *call_graph, "-p",
                  str(proc.pid), "-o", str(data), "--", "sleep", str(seconds)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             subprocess.run(
-                [str(BPFTOP), "record", "-p", str(proc.pid), "-d", str(seconds), "-o", str(out)],
+                [str(BPFTOP), "record", "-p", str(proc.pid), "-d", str(seconds), "-F", str(hz),
+                 "-o", str(out)],
                 check=True, capture_output=True,
             )  # fmt: skip
             perf.wait()
             print(target)
-            print(report("bpftop", folded(out), TARGETS[target]))
-            print(report("perf", perf_stacks(data), TARGETS[target]))
-    finally:
-        proc.kill()
-        proc.wait()
+            pair = CALLERS.get(target)
+            print(report("bpftop", folded(out), TARGETS[target], pair))
+            print(report("perf", perf_stacks(data), TARGETS[target], pair))
+        finally:
+            proc.kill()
+            proc.wait()
+            Path(f"/tmp/perf-{proc.pid}.map").unlink(missing_ok=True)  # V8's, left at a kill
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=6)
     parser.add_argument("--busy", type=float, default=1.0, help="seconds before recording")
+    parser.add_argument("--hz", type=int, default=99, help="sampling rate of both tools")
     parser.add_argument("targets", nargs="*", default=list(TARGETS))
     args = parser.parse_args()
     for target in args.targets:
-        run(target, args.seconds, args.busy)
+        run(target, args.seconds, args.busy, args.hz)
 
 
 if __name__ == "__main__":

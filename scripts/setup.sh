@@ -24,6 +24,8 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 APT_PACKAGES=(python3-bpfcc bpfcc-tools libbpfcc linux-headers-amd64 python3-venv gcc make libc6-dev binutils g++ lld systemtap-sdt-dev python3.11 libc6-dbg linux-perf golang-go chromium bpftrace debootstrap sqlite3)
 # npm may come from another Node.js package than Debian's: only install Debian's if there is none.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
+# The Node.js JIT target (tests/workloads/nodeshot.js): Debian's nodejs when there is no node.
+command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -28,6 +28,7 @@ class Unresolved(StrEnum):
     PROCESS_GONE = "process gone"
     ANONYMOUS = "anonymous memory (JIT?)"
     JIT_NO_PERF_MAP = "JIT region without perf map"
+    NOT_CODE = "address in memory that holds no code"  # heap, stack, data: a wrong return address
     STACK_TRUNCATED = "stack truncated"  # the walk stopped before an entry point
     STACK_TOO_DEEP = "stack deeper than the walk limit"
     KERNEL_HIDDEN = "kernel symbols hidden"

@@ -49,6 +49,8 @@ _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.ANONYMOUS: "anonymous executable memory that the process's perf map "
     "does not describe",
     Unresolved.JIT_NO_PERF_MAP: JIT_HINT,
+    Unresolved.NOT_CODE: "a return address in memory that is not executable ([heap], "
+    "[stack], data): a stack walked wrongly past a frame without frame pointers",
     Unresolved.KERNEL_HIDDEN: "kernel symbols are hidden: run as root, or set "
     "sysctl kernel.kptr_restrict=0",
     Unresolved.STACK_UNREADABLE: "the stack could not be read for this sample",

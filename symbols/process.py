@@ -209,7 +209,9 @@ class ProcessSymbolizer:
         index = self._index_for(entry)
         if isinstance(index, ElfError):
             return None
-        vaddr = index.vaddr_for_offset(entry.file_offset(Address(looked)))
+        vaddr = index.vaddr_for_offset(
+            entry.file_offset(Address(looked)), entry.offset, entry.executable
+        )
         dwarf = None if vaddr is None else self._cache.dwarf_for(index)
         return None if dwarf is None or vaddr is None else (dwarf, vaddr)
 
@@ -258,13 +260,21 @@ class ProcessSymbolizer:
         return self._jit_frame(entry, addr)
 
     def _jit_frame(self, entry: MapEntry, addr: Address) -> Frame:
-        """Anonymous (or ``[anon:...]``) code: named by the perf map, if any."""
+        """Anonymous (or ``[anon:...]``) memory: named by the perf map, if
+        any. Only executable memory is JIT code without one: a return address
+        in the heap or a stack is a walk gone wrong (the mapping's permissions
+        are those of now, so a map entry still names code made writable since)."""
         hit = self.perf_map.lookup(addr)
-        if hit is None and self._refresh_perf_map():
+        if hit is None and entry.executable and self._refresh_perf_map():
             hit = self.perf_map.lookup(addr)
         if hit is not None:
             return named_frame(hit[0], f"/tmp/perf-{self.nspid}.map", hit[1])
-        reason = Unresolved.ANONYMOUS if self.perf_map.exists else Unresolved.JIT_NO_PERF_MAP
+        if not entry.executable:
+            reason = Unresolved.NOT_CODE
+        elif self.perf_map.exists:
+            reason = Unresolved.ANONYMOUS
+        else:
+            reason = Unresolved.JIT_NO_PERF_MAP
         return Frame(None, entry.path, entry.file_offset(addr), reason=reason)
 
     def _refresh_perf_map(self) -> bool:
@@ -281,7 +291,7 @@ class ProcessSymbolizer:
         index = self._index_for(entry)
         if isinstance(index, ElfError):
             return Frame(None, entry.path, file_offset, reason=index.reason)
-        hit = index.lookup_offset(file_offset)
+        hit = index.lookup_offset(file_offset, entry.offset, entry.executable)
         if hit is None:
             return Frame(None, entry.path, file_offset, reason=_miss(index))
         return named_frame(hit[0], entry.path, hit[1])
@@ -295,7 +305,7 @@ class ProcessSymbolizer:
         if entry is None or not isinstance(index, ElfIndex):
             return None
         file_offset = entry.file_offset(addr)
-        vaddr = index.vaddr_for_offset(file_offset)
+        vaddr = index.vaddr_for_offset(file_offset, entry.offset, entry.executable)
         start = None if vaddr is None else self._cache.function_start(index, vaddr)
         if vaddr is None or start is None:
             return None
@@ -309,7 +319,7 @@ class ProcessSymbolizer:
         offset = entry.file_offset(addr)
         if isinstance(index, ElfError):
             return Frame(None, VDSO, offset, reason=index.reason)
-        hit = index.lookup_offset(offset)
+        hit = index.lookup_offset(offset, entry.offset, entry.executable)
         if hit is None:
             return Frame(None, VDSO, offset, reason=_miss(index))
         return named_frame(hit[0], VDSO, hit[1])

@@ -1,13 +1,9 @@
 """The executable file mappings of a process, with their load bias.
 
 Owns :class:`CodeRange` and :func:`code_ranges`: what the in-kernel unwinder
-needs to find a table for an address (``vaddr = address - bias``). The bias
-is mapping start - (p_vaddr + mapping offset - p_offset), of the PT_LOAD
-segment the mapping holds: the executable one (PF_X) whose page-rounded file
-range holds the mapping's offset. Never the first match: LLD (rustc's default
-linker, ``clang -fuse-ld=lld``) starts the executable segment in the same file
-page as the end of the read-only one, so both ranges hold that offset and
-the read-only one gives a bias 4 KiB off. Files are opened
+needs to find a table for an address (``vaddr = address - bias``), the bias
+by :func:`bpftop.symbols.elf.load_segments.mapping_bias` (the executable segment
+the mapping holds, as LLD's layouts need). Files are opened
 through /proc/PID/map_files/<range> (deleted files, other mount namespaces),
 falling back to /proc/PID/root/<path>. Program headers are read with
 ``struct`` (no pyelftools: this runs every time the maps change). Nothing
@@ -21,12 +17,11 @@ import struct
 from dataclasses import dataclass
 from typing import IO
 
+from bpftop.symbols.elf.load_segments import LoadSegment, mapping_bias
 from bpftop.symbols.maps import MapEntry, parse_maps
 
 PROC_ROOT = "/proc"
 PT_LOAD = 1
-PF_X = 1
-PAGE_MASK = ~0xFFF
 MAX_PROGRAM_HEADERS = 256
 
 
@@ -94,30 +89,7 @@ def _code_range(pid: int, entry: MapEntry, proc_root: str) -> CodeRange | None:
     return None
 
 
-def mapping_bias(segments: list[LoadHeader], start: int, map_offset: int) -> int | None:
-    """The load bias of an executable mapping at ``start`` of file offset
-    ``map_offset``: from the PF_X segment whose page-rounded range holds the
-    offset (the first such segment without PF_X if none has it); None if none."""
-    holding = [
-        s for s in segments if s.offset & PAGE_MASK <= map_offset < s.offset + max(s.filesz, 1)
-    ]
-    chosen = next((s for s in holding if s.flags & PF_X), holding[0] if holding else None)
-    if chosen is None:
-        return None
-    return start - (chosen.vaddr + map_offset - chosen.offset)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadHeader:
-    """The fields of one PT_LOAD program header the bias needs."""
-
-    offset: int
-    filesz: int
-    vaddr: int
-    flags: int
-
-
-def _load_segments(ident: bytes, stream: IO[bytes]) -> list[LoadHeader]:
+def _load_segments(ident: bytes, stream: IO[bytes]) -> list[LoadSegment]:
     """The PT_LOAD headers of a little-endian ELF64 file."""
     if len(ident) < 64 or ident[:4] != b"\x7fELF" or ident[4] != 2 or ident[5] != 1:
         return []
@@ -129,9 +101,11 @@ def _load_segments(ident: bytes, stream: IO[bytes]) -> list[LoadHeader]:
     table = stream.read(phentsize * phnum)
     segments = []
     for at in range(0, len(table) - phentsize + 1, phentsize):
-        kind, flags, offset, vaddr, _paddr, filesz = struct.unpack_from("<IIQQQQ", table, at)
+        kind, flags, offset, vaddr, _paddr, filesz, memsz = struct.unpack_from(
+            "<IIQQQQQ", table, at
+        )
         if kind == PT_LOAD:
-            segments.append(LoadHeader(offset, filesz, vaddr, flags))
+            segments.append(LoadSegment(offset, filesz, vaddr, memsz, flags))
     return segments
 
 

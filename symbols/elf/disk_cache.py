@@ -31,13 +31,15 @@ import tempfile
 from typing import IO, Any, TypeGuard
 
 from bpftop.symbols.elf.debuginfo import debug_file_appeared
-from bpftop.symbols.elf.index import DebugLink, ElfIndex, LoadSegment
+from bpftop.symbols.elf.index import DebugLink, ElfIndex
+from bpftop.symbols.elf.load_segments import LoadSegment
 
 DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
 # 2: keyed by size too; 3: places searched as the target sees them; 4: PLT
-# stubs named, size-0 symbols bounded by their section.
-FORMAT_VERSION = 4
+# stubs named, size-0 symbols bounded by their section; 5: segments carry their
+# flags (the mapping rule needs PF_X), .plt.got stubs named.
+FORMAT_VERSION = 5
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16
@@ -234,7 +236,7 @@ def _encode(index: ElfIndex, file_size: int) -> dict[str, Any]:
         "build_id": index.build_id,
         "file_size": file_size,
         "source": index.source,
-        "segments": [(s.offset, s.filesz, s.vaddr, s.memsz) for s in index.segments],
+        "segments": [(s.offset, s.filesz, s.vaddr, s.memsz, s.flags) for s in index.segments],
         "starts": starts,
         "sizes": sizes,
         "names": names,
@@ -257,7 +259,7 @@ def _decode(raw: Any, build_id: str, file_size: int) -> ElfIndex | None:
         return None
     segments = raw.get("segments")
     if not isinstance(segments, list) or not all(
-        isinstance(s, tuple) and len(s) == 4 and _ints(list(s)) for s in segments
+        isinstance(s, tuple) and len(s) == 5 and _ints(list(s)) for s in segments
     ):
         return None
     link = raw.get("debuglink")

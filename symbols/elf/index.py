@@ -2,9 +2,10 @@
 
 Owns :class:`ElfIndex` (built once per file with pyelftools; looked up with
 ``bisect``) and :class:`ElfError` (what a broken or unreadable file becomes).
-Maps a file offset to an ELF virtual address through the PT_LOAD segment that
-contains it (``file_offset - p_offset + p_vaddr``: one rule for PIE and
-non-PIE executables and shared libraries alike) and an ELF virtual address to
+Maps a file offset to an ELF virtual address through the PT_LOAD segment the
+mapping holds (:func:`bpftop.symbols.elf.load_segments.segment_for_mapping`, the
+rule the walker's load bias follows: one rule for PIE and non-PIE executables,
+shared libraries and every linker's layout) and an ELF virtual address to
 ``(function, offset)``.
 Symbols come from ``.symtab``, or ``.dynsym`` when ``.symtab`` is missing or
 holds no functions, merged with MiniDebugInfo (``.gnu_debugdata``, an
@@ -25,6 +26,7 @@ from typing import IO, Any
 
 from elftools.elf.elffile import ELFFile
 
+from bpftop.symbols.elf.load_segments import LoadSegment, segment_for_mapping
 from bpftop.symbols.elf.plt import plt_stubs
 from bpftop.symbols.frame import ElfVaddr, FileOffset, Unresolved
 
@@ -49,22 +51,6 @@ class ElfError:
 
     reason: Unresolved
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class LoadSegment:
-    """One PT_LOAD program header."""
-
-    offset: int
-    filesz: int
-    vaddr: int
-    memsz: int
-
-    def vaddr_of(self, file_offset: FileOffset) -> ElfVaddr | None:
-        """The ELF virtual address of ``file_offset`` if this segment holds it."""
-        if self.offset <= file_offset < self.offset + max(self.filesz, 1):
-            return ElfVaddr(file_offset - self.offset + self.vaddr)
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +160,17 @@ class ElfIndex:
         """Every indexed function as ``(name, start, size)``, by start."""
         return zip(self._names, self._starts, self._sizes, strict=True)
 
-    def vaddr_for_offset(self, file_offset: FileOffset) -> ElfVaddr | None:
-        """The ELF virtual address of a file offset, via its PT_LOAD segment."""
-        for segment in self.segments:
-            vaddr = segment.vaddr_of(file_offset)
-            if vaddr is not None:
-                return vaddr
-        return None
+    def vaddr_for_offset(
+        self, file_offset: FileOffset, map_offset: int | None = None, executable: bool = True
+    ) -> ElfVaddr | None:
+        """The ELF virtual address of a file offset in a mapping of file offset
+        ``map_offset`` (``file_offset`` itself if not given), executable or
+        not, via the PT_LOAD segment that mapping holds."""
+        at = file_offset if map_offset is None else map_offset
+        segment = segment_for_mapping(self.segments, at, executable)
+        if segment is None or not segment.holds(file_offset):
+            return None
+        return ElfVaddr(segment.vaddr_of(file_offset))
 
     def lookup(self, vaddr: ElfVaddr) -> tuple[str, int] | None:
         """``(function, offset from its start)`` for an ELF vaddr, or None."""
@@ -195,9 +185,12 @@ class ElfIndex:
                 return self._names[back], vaddr - start
         return None
 
-    def lookup_offset(self, file_offset: FileOffset) -> tuple[str, int] | None:
-        """Like :meth:`lookup` for a file offset."""
-        vaddr = self.vaddr_for_offset(file_offset)
+    def lookup_offset(
+        self, file_offset: FileOffset, map_offset: int | None = None, executable: bool = True
+    ) -> tuple[str, int] | None:
+        """Like :meth:`lookup` for a file offset (in a mapping, as
+        :meth:`vaddr_for_offset` takes it)."""
+        vaddr = self.vaddr_for_offset(file_offset, map_offset, executable)
         return None if vaddr is None else self.lookup(vaddr)
 
     @classmethod
@@ -245,6 +238,7 @@ def _load_segments(elf: Any) -> tuple[LoadSegment, ...]:
                     int(header["p_filesz"]),
                     int(header["p_vaddr"]),
                     int(header["p_memsz"]),
+                    int(header["p_flags"]),
                 )
             )
     return tuple(segments)

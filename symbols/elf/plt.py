@@ -8,9 +8,12 @@ relocation of that slot names it: its ``.dynsym`` symbol with ``@plt`` (its
 version left off), or ``*ABS*+0xADDEND@plt`` for an ``IRELATIVE`` one (libc's
 calls to its own ifuncs). Reading the slot, not counting relocations, keeps
 the names right where the two orders differ (libc lists its ``IRELATIVE``
-relocations last). The PLT's header (its first 16 bytes) stays unnamed. Only
-little-endian ELF64 files have stubs here. Nothing here raises for a bad
-file: it gives no stubs.
+relocations last). The PLT's header (its first 16 bytes) stays unnamed.
+Stubs in ``.plt.got`` (8 bytes each, 16 with IBT: calls to a function whose
+address the file also takes, such as ``__cxa_finalize``) jump through a GOT
+slot that a ``GLOB_DAT`` relocation in ``.rela.dyn`` names, and are named
+the same way. Only little-endian ELF64 files have stubs here. Nothing here
+raises for a bad file: it gives no stubs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import struct
 from typing import Any
 
 PLT_ENTRY_BYTES = 16
+GOT_PLT_ENTRY_BYTES = (8, 16)  # .plt.got: jmp + 2-byte nop; with IBT, endbr64 + jmp + nop
+R_X86_64_GLOB_DAT = 6
 JMP_RIP = b"\xff\x25"  # jmp *disp32(%rip): the stub's jump through its GOT slot
 _RELA = struct.Struct("<QQq")  # r_offset, r_info, r_addend
 _SYM = struct.Struct("<IBBHQQ")  # st_name, st_info, st_other, st_shndx, st_value, st_size
@@ -35,30 +40,52 @@ def plt_stubs(elf: Any) -> list[tuple[int, int, str]]:
 
 
 def _stubs(elf: Any) -> list[tuple[int, int, str]]:
-    relocations = elf.get_section_by_name(".rela.plt")
+    slots = _slot_names(elf)
+    if not slots:
+        return []
     second = elf.get_section_by_name(".plt.sec")
     plt = second if second is not None else elf.get_section_by_name(".plt")
-    if relocations is None or plt is None or relocations["sh_type"] != "SHT_RELA":
+    stubs = _table(plt, PLT_ENTRY_BYTES, slots)
+    got = elf.get_section_by_name(".plt.got")
+    if got is not None:
+        entry = int(got["sh_entsize"])
+        stubs += _table(got, entry if entry in GOT_PLT_ENTRY_BYTES else 8, slots)
+    return stubs
+
+
+def _slot_names(elf: Any) -> dict[int, str]:
+    """GOT slot address -> the name its relocation gives: every ``.rela.plt``
+    one, and ``.rela.dyn``'s ``GLOB_DAT`` ones (the slots of ``.plt.got``)."""
+    slots: dict[int, str] = {}
+    for section_name, only_type in ((".rela.dyn", R_X86_64_GLOB_DAT), (".rela.plt", None)):
+        relocations = elf.get_section_by_name(section_name)
+        if relocations is None or relocations["sh_type"] != "SHT_RELA":
+            continue
+        names = _SymbolNames(elf, relocations["sh_link"])
+        data = relocations.data()
+        for at in range(0, len(data) - _RELA.size + 1, _RELA.size):
+            offset, info, addend = _RELA.unpack_from(data, at)
+            index, kind = info >> 32, info & 0xFFFFFFFF
+            if only_type is not None and (kind != only_type or not index):
+                continue
+            slots[offset] = names.name(index) if index else f"*ABS*+0x{addend:x}"
+    return slots
+
+
+def _table(section: Any, entry_bytes: int, slots: dict[int, str]) -> list[tuple[int, int, str]]:
+    """The named stubs of one PLT section of ``entry_bytes``-byte entries."""
+    if section is None or section["sh_type"] == "SHT_NOBITS":
         return []
-    if plt["sh_type"] == "SHT_NOBITS" or relocations["sh_type"] == "SHT_NOBITS":
-        return []
-    names = _SymbolNames(elf, relocations["sh_link"])
-    slots = {}
-    data = relocations.data()
-    for at in range(0, len(data) - _RELA.size + 1, _RELA.size):
-        offset, info, addend = _RELA.unpack_from(data, at)
-        index = info >> 32
-        slots[offset] = names.name(index) if index else f"*ABS*+0x{addend:x}"
-    code, base = plt.data(), int(plt["sh_addr"])
+    code, base = section.data(), int(section["sh_addr"])
     stubs = []
-    for at in range(0, len(code) - PLT_ENTRY_BYTES + 1, PLT_ENTRY_BYTES):
-        jump = code.find(JMP_RIP, at, at + PLT_ENTRY_BYTES - 5)
+    for at in range(0, len(code) - entry_bytes + 1, entry_bytes):
+        jump = code.find(JMP_RIP, at, at + entry_bytes - 5)
         if jump < 0:
             continue
         (displacement,) = struct.unpack_from("<i", code, jump + 2)
         name = slots.get(base + jump + 6 + displacement)
         if name:
-            stubs.append((base + at, PLT_ENTRY_BYTES, f"{name}@plt"))
+            stubs.append((base + at, entry_bytes, f"{name}@plt"))
     return stubs
 
 

@@ -32,7 +32,7 @@ from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.symbols.python.layout import LAYOUT_311, PythonLayout
 
 # Code object and string offsets come from the interpreter's PythonLayout
-# (3.11's checked against PyCode_Type by python_runtime).
+# (3.11's checked against PyCode_Type by python/runtime.py).
 OB_TYPE = 8
 STR_HASH = 24  # PyASCIIObject.hash: -1 until computed (3.11 to 3.14)
 IDENT_MUL, MASK64 = 0x9E3779B97F4A7C15, (1 << 64) - 1  # python.bpf.c's PY_IDENT_MUL

@@ -66,7 +66,7 @@ class PythonLayout:
 
 
 # CPython 3.11 on x86-64: offsetof() against Debian's 3.11.2 headers;
-# python_runtime checks the code object's against PyCode_Type at attach.
+# python/runtime.py checks the code object's against PyCode_Type at attach.
 LAYOUT_311 = PythonLayout(
     tstate_cframe=56,
     current_frame=8,
@@ -87,7 +87,7 @@ LAYOUT_311 = PythonLayout(
 )
 
 # CPython 3.12 on x86-64: offsetof() from the DWARF of a 3.12.1 built from
-# CPython's source (pyenv); python_runtime checks the code object's against
+# CPython's source (pyenv); python/runtime.py checks the code object's against
 # PyCode_Type at attach. prev_instr as in 3.11; the entry marker is the shim
 # frame each eval-loop invocation pushes (owner FRAME_OWNED_BY_CSTACK, 3); the
 # GIL is the interpreter's own (_gil at +1040: last_holder +8, locked +16).

@@ -27,6 +27,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from bpftop.symbols.elf.load_segments import LoadSegment, mapping_bias
 from bpftop.symbols.file_cache import FileId
 from bpftop.symbols.maps import MapEntry, parse_line
 from bpftop.symbols.python.eval_loop import eval_ranges
@@ -158,21 +159,17 @@ def _symbols_of(pid: int, entry: MapEntry, proc_root: str) -> tuple[dict[str, in
     if read is None:
         return None
     symbols, segments = read
-    for p_offset, p_vaddr, p_filesz in segments:
-        if p_offset <= entry.offset < p_offset + max(p_filesz, 1):
-            return symbols, entry.start - (p_vaddr + entry.offset - p_offset)
-    return None
+    bias = mapping_bias(segments, entry.start, entry.offset, entry.executable)
+    return None if bias is None else (symbols, bias)
 
 
 @functools.lru_cache(maxsize=32)
-def _read_elf(
-    path: str, file_id: FileId
-) -> tuple[dict[str, int], tuple[tuple[int, int, int], ...]] | None:
+def _read_elf(path: str, file_id: FileId) -> tuple[dict[str, int], tuple[LoadSegment, ...]] | None:
     try:
         with open(path, "rb") as stream:
             elf = ELFFile(stream)
             segments = tuple(
-                (s["p_offset"], s["p_vaddr"], s["p_filesz"])
+                LoadSegment(s["p_offset"], s["p_filesz"], s["p_vaddr"], s["p_memsz"], s["p_flags"])
                 for s in elf.iter_segments()
                 if s["p_type"] == "PT_LOAD"
             )

@@ -1,7 +1,9 @@
 """`bpftop record` on a process running JIT code: without a perf map it says
 in one line what to turn on; with one, the code is named and nothing is said.
 Against the real kernel, with a program that spins in anonymous executable
-memory (built here by gcc)."""
+memory (built here by gcc). A stack whose walk lands in the heap (a wrong
+return address, as in Debian's sqlite3 without frame pointers) is no JIT code
+and gets no such hint."""
 
 from __future__ import annotations
 
@@ -40,13 +42,33 @@ int main(int argc, char **argv) {
 """
 
 
+# Spins in main with its frame pointer aimed at a heap block whose "return
+# address" points back into the heap: every walk of its stack (the CFA rule of
+# a frame-pointer main is rbp-based; a frame-pointer walk reads the same slot)
+# finds a caller in non-executable memory.
+HEAP_FRAME = r"""
+#include <stdint.h>
+#include <stdlib.h>
+int main(void) {
+    uint64_t *frame = calloc(64, sizeof *frame);
+    if (!frame) return 1;
+    frame[1] = (uint64_t)(frame + 32);  /* frame[0], the caller's rbp: none */
+    __asm__ volatile("mov %0, %%rbp\n1: jmp 1b" : : "r"(frame) : "memory");
+    return 0;
+}
+"""
+
+
+def _build(folder: Path, name: str, source: str, *flags: str) -> Path:
+    (folder / f"{name}.c").write_text(source)
+    out = folder / name
+    subprocess.run(["gcc", "-O1", *flags, "-o", str(out), str(folder / f"{name}.c")], check=True)
+    return out
+
+
 @pytest.fixture(scope="module")
 def jit_spin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("jit")
-    (folder / "jit_spin.c").write_text(JIT_SPIN)
-    out = folder / "jit_spin"
-    subprocess.run(["gcc", "-O1", "-o", str(out), str(folder / "jit_spin.c")], check=True)
-    return out
+    return _build(tmp_path_factory.mktemp("jit"), "jit_spin", JIT_SPIN)
 
 
 @pytest.mark.parametrize("with_map", [False, True], ids=["no-perf-map", "perf-map"])
@@ -79,3 +101,22 @@ def test_record_says_what_to_turn_on_for_jit_code(
     assert share >= 95.0, line
     for flag in ("node --perf-basic-prof", "python3 -X perf", "-XX:+DumpPerfMapAtExit"):
         assert flag in line, line
+
+
+def test_a_walk_into_the_heap_is_no_jit_code(tmp_path: Path) -> None:
+    heap_frame = _build(tmp_path, "heap_frame", HEAP_FRAME, "-fno-omit-frame-pointer")
+    target = subprocess.Popen([str(heap_frame)])
+    out = tmp_path / "heap.folded"
+    try:
+        time.sleep(0.2)
+        result = record(out, "-p", str(target.pid), "-F", "199", "-d", "2")
+    finally:
+        target.kill()
+        target.wait()
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    in_heap = sum(n for s, n in stacks.items() if any(f.startswith("[heap]+0x") for f in s))
+    print(f"{in_heap} of {total} stacks with a [heap] frame; stderr: {result.stderr!r}")
+    assert total > 50, result.stderr
+    assert in_heap >= 0.9 * total, stacks.most_common(3)  # the walk did land in the heap
+    assert "perf map" not in result.stderr and "JIT" not in result.stderr, result.stderr

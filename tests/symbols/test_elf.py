@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.elf.index import ElfIndex, LoadSegment, _Symbol
+from bpftop.symbols.elf.index import ElfIndex, _Symbol
+from bpftop.symbols.elf.load_segments import PAGE_MASK, PF_X, LoadSegment
 from bpftop.symbols.file_cache import ElfCache, FileId
 from bpftop.symbols.frame import ElfVaddr, FileOffset
 
@@ -84,6 +85,9 @@ def test_libc_dynsym_including_ifuncs(nm) -> None:
     assert hit is not None and hit[1] == 0
 
 
+READELF_FLAGS = {"R": 4, "W": 2, "E": PF_X}
+
+
 def _readelf_loads(path: Path) -> list[LoadSegment]:
     text = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True).stdout
     loads = []
@@ -91,7 +95,10 @@ def _readelf_loads(path: Path) -> list[LoadSegment]:
         parts = line.split()
         if parts[:1] == ["LOAD"]:
             offset, vaddr, _, filesz, memsz = (int(p, 16) for p in parts[1:6])
-            loads.append(LoadSegment(offset, filesz, vaddr, memsz))
+            flags = sum(
+                bit for letter, bit in READELF_FLAGS.items() if letter in "".join(parts[6:-1])
+            )
+            loads.append(LoadSegment(offset, filesz, vaddr, memsz, flags))
     return loads
 
 
@@ -103,8 +110,11 @@ def test_segments_and_offset_to_vaddr(built, which: str) -> None:
     assert list(index.segments) == loads and loads
     for seg in loads:
         for delta in (0, seg.filesz // 2, seg.filesz - 1):
-            got = index.vaddr_for_offset(FileOffset(seg.offset + delta))
-            assert got == seg.vaddr + delta
+            at = FileOffset(seg.offset + delta)
+            assert index.vaddr_for_offset(at) == seg.vaddr + delta
+            if seg.flags & PF_X:  # code, in the mapping the kernel makes of its segment
+                mapped = index.vaddr_for_offset(at, seg.offset & PAGE_MASK, executable=True)
+                assert mapped == seg.vaddr + delta
     text = next(s for s in loads if s.offset > 0)  # PIE/lib: vaddr == offset is not assumed
     beyond = FileOffset(max(s.offset + s.filesz for s in loads) + 0x10000)
     assert index.vaddr_for_offset(beyond) is None
@@ -112,7 +122,7 @@ def test_segments_and_offset_to_vaddr(built, which: str) -> None:
 
 
 def test_sized_symbol_preferred_and_end_respected() -> None:
-    seg = (LoadSegment(0, 0x1000, 0, 0x1000),)
+    seg = (LoadSegment(0, 0x1000, 0, 0x1000, PF_X),)
     symbols = [
         _Symbol(0x100, 0, "label_alias", (False, True, 0)),
         _Symbol(0x100, 0x20, "real_function", (True, True, 0)),

@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.elf.code_ranges import PAGE_MASK, PF_X, LoadHeader, code_ranges, mapping_bias
+from bpftop.symbols.elf.code_ranges import code_ranges
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.elf.load_segments import PAGE_MASK, PF_X, LoadSegment, mapping_bias
+from bpftop.symbols.frame import Address
+from bpftop.symbols.maps import ProcessMaps
 
 R, RX, RW = 4, 5, 6
 PIE_BASE = 0x55D0_0000_0000
@@ -46,7 +50,8 @@ def test_bias_of_the_executable_mapping(
     linker: str, pie: bool, headers: list[tuple[int, int, int, int]]
 ) -> None:
     segments = [
-        LoadHeader(offset, filesz, vaddr, flags) for offset, vaddr, filesz, flags in headers
+        LoadSegment(offset, filesz, vaddr, filesz, flags)
+        for offset, vaddr, filesz, flags in headers
     ]
     base = PIE_BASE if pie else 0
     (code,) = [s for s in segments if s.flags & PF_X]
@@ -58,15 +63,38 @@ def test_bias_of_the_executable_mapping(
     assert address - base == code.vaddr
 
 
+@pytest.mark.parametrize("layout", [x for x in LAYOUTS if x[0] in ("lld", "rustc")], ids=str)
+def test_the_read_only_mapping_sharing_the_code_page_gets_its_own_bias(
+    layout: tuple[str, bool, list[tuple[int, int, int, int]]],
+) -> None:
+    """The page where LLD ends the read-only segment and starts the code is
+    mapped twice: read-only and executable. Each gets the bias of
+    its own segment, so one rule serves the walker, the symbol index and the
+    Python runtime."""
+    _, pie, headers = layout
+    segments = [
+        LoadSegment(offset, filesz, vaddr, filesz, flags)
+        for offset, vaddr, filesz, flags in headers
+    ]
+    base = PIE_BASE if pie else 0
+    read_only, code = segments[0], segments[1]
+    page = code.offset & PAGE_MASK  # the shared page: the end of one, the start of the other
+    assert read_only.holds(page) and code.holds(page)
+    start = base + read_only.vaddr_of(page)
+    assert mapping_bias(segments, start, page, executable=False) == base
+    code_start = base + code.vaddr_of(page)
+    assert mapping_bias(segments, code_start, page, executable=True) == base
+
+
 def test_a_mapping_no_segment_holds_has_no_bias() -> None:
-    segments = [LoadHeader(0, 0x500, 0, R), LoadHeader(0x1000, 0x200, 0x1000, RX)]
+    segments = [LoadSegment(0, 0x500, 0, 0x500, R), LoadSegment(0x1000, 0x200, 0x1000, 0x200, RX)]
     assert mapping_bias(segments, 0x7000_0000, 0x5000) is None
 
 
 def test_without_an_executable_segment_the_holding_one_is_used() -> None:
     """A file mapped executable whose headers say nothing of PF_X (odd, but
     seen in hand-made ELF files) still gets the bias of the segment holding it."""
-    segments = [LoadHeader(0, 0x2000, 0x10000, R)]
+    segments = [LoadSegment(0, 0x2000, 0x10000, 0x2000, R)]
     assert mapping_bias(segments, 0x7000_0000, 0x1000) == 0x7000_0000 - 0x11000
 
 
@@ -138,3 +166,22 @@ def test_bias_of_real_binaries_points_at_their_code(
         mem.seek(address)
         live = mem.read(32)
     assert live == _file_bytes_at_vaddr(path, vaddr, 32)
+
+
+@pytest.mark.parametrize("linker", LINKERS)
+def test_the_symbol_index_follows_the_walkers_bias(
+    linker: str,
+    linked: dict[tuple[str, bool], Path],
+    running: dict[tuple[str, bool], int],
+) -> None:
+    """hot_a's live address, taken to a file offset through its mapping and
+    looked up in the file's index, is hot_a, in every linker's layout."""
+    path, pid = linked[linker, True], running[linker, True]
+    (code,) = [c for c in code_ranges(pid) if c.path == str(path)]
+    address = _symbol(path, "hot_a") + code.bias + 2
+    entry = next(e for e in ProcessMaps.from_text(Path(f"/proc/{pid}/maps").read_text()).entries
+                 if e.contains(address))  # fmt: skip
+    index = ElfIndex.load(str(path))
+    assert isinstance(index, ElfIndex)
+    file_offset = entry.file_offset(Address(address))
+    assert index.lookup_offset(file_offset, entry.offset, entry.executable) == ("hot_a", 2)

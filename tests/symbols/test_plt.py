@@ -1,5 +1,6 @@
 """PLT stubs named SYMBOL@plt, as objdump and perf name them (from .rela.plt,
-through each stub's GOT slot), with and without IBT's .plt.sec; a size-0
+through each stub's GOT slot), with and without IBT's .plt.sec, and the
+.plt.got stubs (their slots named by .rela.dyn's GLOB_DAT relocations); a size-0
 ``_init`` ends with .init instead of swallowing the PLT after it; a debug
 file's names keep the stripped file's stubs."""
 
@@ -17,12 +18,23 @@ from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import ElfVaddr
 from tests.symbols.conftest import FIXTURES, Built, DebugBuilt
 
-DEBIAN = ["/usr/bin/sqlite3", "/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"]
+DEBIAN = [
+    "/usr/bin/sqlite3",
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/usr/bin/python3.11",
+    "/usr/bin/as",
+]
+# Calls a function whose address it also takes: the linker puts its stub in .plt.got.
+PLT_GOT = r"""
+#include <string.h>
+void *volatile keep;
+int main(int argc, char **argv) { keep = (void *)&strlen; return (int)strlen(argv[0]) + argc; }
+"""
 
 
 def _objdump_stubs(path: Path | str) -> set[tuple[int, str]]:
     out = subprocess.run(
-        ["objdump", "-d", "-j", ".plt", "-j", ".plt.sec", str(path)],
+        ["objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got", str(path)],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     return {(int(a, 16), n) for a, n in re.findall(r"^([0-9a-f]+) <(.+@plt)>:", out, re.M)}
@@ -60,6 +72,22 @@ def test_fixture_stubs_with_and_without_ibt(built: Built, ibt: Path) -> None:
         assert expected and _stubs(index) == expected, path
     sections = subprocess.run(["readelf", "-SW", str(ibt)], capture_output=True, text=True).stdout
     assert ".plt.sec" in sections
+
+
+@pytest.mark.parametrize("flags", [[], ["-fcf-protection=full", "-Wl,-z,ibtplt"]], ids=["8", "ibt"])
+def test_plt_got_stubs_as_objdump_names_them(tmp_path: Path, flags: list[str]) -> None:
+    (tmp_path / "pltgot.c").write_text(PLT_GOT)
+    out = tmp_path / "pltgot"
+    subprocess.run(["gcc", "-O1", *flags, "-o", str(out), str(tmp_path / "pltgot.c")], check=True)
+    sections = subprocess.run(["readelf", "-SW", str(out)], capture_output=True, text=True).stdout
+    assert ".plt.got" in sections and ".rela.plt" not in sections
+    index = ElfIndex.load(str(out))
+    assert isinstance(index, ElfIndex)
+    expected = _objdump_stubs(out)
+    assert {name for _, name in expected} >= {"strlen@plt", "__cxa_finalize@plt"}
+    assert _stubs(index) == expected
+    start = next(at for at, name in expected if name == "strlen@plt")
+    assert index.lookup(ElfVaddr(start + 3)) == ("strlen@plt", 3)
 
 
 def test_init_of_size_zero_does_not_swallow_the_plt(built: Built) -> None:

@@ -196,6 +196,24 @@ def test_anonymous_executable_memory() -> None:
         region.close()
 
 
+def test_anonymous_memory_without_code_is_no_jit() -> None:
+    """A return address in memory that is not executable (a heap block, a
+    stack) is a walk gone wrong, not JIT code wanting a perf map."""
+    before = set(_own_maps().entries)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    region = mmap.mmap(-1, 8192, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        new = [e for e in _own_maps().entries if e not in before and e.path == ""]
+        assert len(new) == 1 and not new[0].executable, new
+        stack = next(e for e in _own_maps().entries if e.path == "[stack]")
+        sym = Symbolizer()
+        data, on_stack = sym.user_frames(os.getpid(), [new[0].start + 0x10, stack.start + 8])
+        assert (data.function, data.module, data.reason) == (None, "", Unresolved.NOT_CODE)
+        assert (on_stack.module, on_stack.reason) == ("[stack]", Unresolved.NOT_CODE)
+    finally:
+        region.close()
+
+
 def test_vdso_functions_resolve(nm, tmp_path) -> None:
     vdso = next((e for e in _own_maps().entries if e.path == "[vdso]"), None)
     if vdso is None:
