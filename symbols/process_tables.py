@@ -21,7 +21,8 @@ walk) never build the same file twice: the second finds the first's table.
 They share plain dicts whose single-item reads and writes are atomic under
 the GIL. A lookup may re-read the maps on its caller's
 thread (a few ms, rate-limited), and the first :meth:`lookup_for` of a pid
-reads them there too. Processes are keyed by pid (the tgid: threads share
+reads them there too. A range made at run time (``-X perf`` trampolines)
+brings its own table. Processes are keyed by pid (the tgid: threads share
 the maps): call :meth:`ProcessTables.forget` when one exits, so a recycled
 pid starts afresh. Nothing here raises for a process that is gone.
 """
@@ -151,7 +152,7 @@ class ProcessTables:
         """Take ``code``'s table from the disk cache if it is there (milliseconds;
         never builds, never waits for a build). True: the file has been tried."""
         if code.key not in self._tables:
-            table = self._cache.stored(code.open_path)
+            table = code.table or self._cache.stored(code.open_path)
             if table is not None:
                 self._tables.setdefault(code.key, table)
         return code.key in self._tables
@@ -166,7 +167,7 @@ class ProcessTables:
         with self._build_lock:
             if code.key in self._tables:  # another thread built it meanwhile
                 return False
-            self._tables[code.key] = self._cache.load(code.open_path)
+            self._tables[code.key] = code.table or self._cache.load(code.open_path)
             self.loads += 1
         return True
 

@@ -103,3 +103,48 @@ def test_record_pid_splits_70_30_beside_py_spy(python: Interpreter, tmp_path: Pa
     }
     assert {name for name, _ in lines} == {"hot_a", "hot_b"}, lines
     assert all("burn(" in source[line - 1] for _, line in lines), lines
+
+
+@pytest.mark.parametrize("python", [PY313, PY314], ids=str)
+def test_perf_trampolines_neither_double_nor_cut_the_python_frames(
+    python: Interpreter, tmp_path: Path
+) -> None:
+    """`python -X perf` runs each Python frame through a trampoline in
+    anonymous memory, named py::FUNC:FILE in /tmp/perf-PID.map (in the
+    target's root). The walk goes through them (their rule is read from their
+    code) to libc's start, and the merged stacks name each Python frame once."""
+    target = subprocess.Popen(
+        python.argv(WORKLOAD, "split", "120", options=("-X", "perf")),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        perf_map = (python.root or Path("/")) / f"tmp/perf-{target.pid}.map"
+        out = tmp_path / "bpftop.folded"
+        result = _record(
+            "-p", str(target.pid), "--no-early", "-F", str(SAMPLE_HZ), "-d", "4", "-o", str(out)
+        )
+    finally:
+        target.kill()
+        target.wait()
+        map_text = perf_map.read_text() if perf_map.exists() else ""
+        perf_map.unlink(missing_ok=True)
+    assert result.returncode == 0, result.stderr
+    assert "py::burn:" in map_text, "the interpreter wrote no trampolines: -X perf not in force?"
+    stacks = parse_folded(out)
+    file = python.path(WORKLOAD)
+    share_a, whole, inside, total = _split(stacks, file)
+    doubled = sum(c for s, c in stacks.items() if any(f.startswith("py::") for f in s))
+    chains = Counter[tuple[str, ...]]()
+    for stack, count in stacks.items():
+        chains[tuple(name for name, f, _ in _python_frames(stack) if f == file)] += count
+    once = sum(c for chain, c in chains.items() if len(set(chain)) == len(chain))
+    note = f"{python} -X perf: {total} samples, {whole:.1%} whole, {inside:.1%} inside, {chains}"
+    assert total > 300, note
+    assert doubled == 0, f"{doubled} samples keep trampoline frames: {note}"
+    assert once == total, note
+    assert whole >= 0.95, note
+    assert inside >= 0.95, f"the walk stopped at a trampoline: {note}"
+    assert abs(share_a - 70) <= 3, note
