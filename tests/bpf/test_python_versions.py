@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bpftop.bpf.resolve import mapped_files
 from tests.bpf.test_python_pyspy import NICE, PY_SPY
 from tests.bpf.test_python_record import _python_frames, _record
 from tests.bpf.test_record import parse_folded
@@ -148,3 +149,49 @@ def test_perf_trampolines_neither_double_nor_cut_the_python_frames(
     assert whole >= 0.95, note
     assert inside >= 0.95, f"the walk stopped at a trampoline: {note}"
     assert abs(share_a - 70) <= 3, note
+
+
+@pytest.mark.parametrize("python", [PY313, PY314], ids=str)
+def test_uprobes_by_library_name_land_in_the_roots_own_files(
+    python: Interpreter, tmp_path: Path
+) -> None:
+    """`uprobe:c:clock_gettime` and `uprobe:python3.X:PyFloat_FromDouble` on
+    an interpreter run with chroot: /proc/PID/maps shows bpftop the root's
+    files with the root's folder in front; the probe goes on those files (not
+    the host's libc, not the folder twice) and its hits carry the Python chain
+    (`burn` calls `time.thread_time`, which calls both). A path copied from
+    the maps (the root's folder in front) names the same libc."""
+    target = python.popen(WORKLOAD, "split", "60", stdout=subprocess.PIPE)
+    try:
+        assert target.stdout is not None
+        target.stdout.readline()
+        found: dict[str, Counter[tuple[str, ...]]] = {}
+        libc = next(p for p in mapped_files(target.pid) if p.endswith("/libc.so.6"))
+        assert python.root is not None and libc.startswith(f"{python.root}/"), libc
+        specs = ("c:clock_gettime", f"python{python.version}:PyFloat_FromDouble")
+        for spec in (*specs, f"{libc}:clock_gettime"):  # a path copied from the maps
+            out = tmp_path / f"{len(found)}.folded"
+            result = _record(
+                "-p", str(target.pid), "--probe", f"uprobe:{spec}", "-d", "1", "-o", str(out)
+            )
+            assert result.returncode == 0, result.stderr
+            found[spec] = parse_folded(out)
+    finally:
+        target.kill()
+        target.wait()
+    file = python.path(WORKLOAD)
+    for spec, stacks in found.items():
+        total = sum(stacks.values())
+        in_burn = sum(
+            c
+            for s, c in stacks.items()
+            if [n for n, f, _ in _python_frames(s) if f == file][-1:] == ["burn"]
+        )
+        assert total > 1_000 and in_burn >= 0.95 * total, (
+            spec,
+            in_burn,
+            total,
+            stacks.most_common(2),
+        )
+    for spec in ("c:clock_gettime", f"{libc}:clock_gettime"):
+        assert all(s[-1] == "clock_gettime" for s in found[spec]), "the probed leaf"
