@@ -18,7 +18,7 @@ import pytest
 
 from bpftop.bpf.resolve import mapped_files
 from tests.bpf.test_python_pyspy import NICE, PY_SPY
-from tests.bpf.test_python_record import _python_frames, _record
+from tests.bpf.test_python_record import PY_FRAME, _python_frames, _record
 from tests.bpf.test_record import parse_folded
 from tests.pythons import PY313, PY314, Interpreter
 
@@ -195,3 +195,34 @@ def test_uprobes_by_library_name_land_in_the_roots_own_files(
         )
     for spec in ("c:clock_gettime", f"{libc}:clock_gettime"):
         assert all(s[-1] == "clock_gettime" for s in found[spec]), "the probed leaf"
+
+
+@pytest.mark.parametrize("python", [PY313, PY314], ids=str)
+def test_a_command_launched_through_chroot_gets_python_frames_from_its_second_image(
+    python: Interpreter, tmp_path: Path
+) -> None:
+    """`bpftop record --children -- chroot ROOT python3.X script`: the command
+    is held at its first exec (chroot) and again at the next one (the
+    interpreter), so the interpreter is found and described before its first
+    instruction; it exits during the recording, and the samples of its last
+    second still get their Python frames (merged, even where its code objects
+    could no longer be named)."""
+    out = tmp_path / "launch.folded"
+    result = _record("--children", "-F", str(SAMPLE_HZ), "-o", str(out), "--",
+                     *python.argv(WORKLOAD, "split", "3"), timeout=180)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    merged = sum(c for s, c in stacks.items() if any(_is_python(f) for f in s))
+    unmerged = sum(c for s, c in stacks.items() if any("_PyEval_EvalFrameDefault" in f for f in s))
+    note = f"{python}: {merged} of {total} with Python frames, {unmerged} show the eval loop"
+    print(note)
+    assert total > 200, note
+    assert merged >= 0.9 * total, note  # (the interpreter's start-up has no Python frames)
+    assert unmerged <= 0.02 * total, note
+
+
+def _is_python(frame: str) -> bool:
+    """A Python frame, named (QUALNAME (FILE:LINE)) or not ([python]+0x...: its
+    code object was read too late)."""
+    return bool(PY_FRAME.match(frame)) or frame.startswith("[python]+0x")

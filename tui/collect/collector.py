@@ -130,6 +130,7 @@ class Collector:
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._early_perf = early
+        self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load
@@ -279,8 +280,10 @@ class Collector:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
             self._on_exec(self.pid)
-            self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
-            resume(self._launched)
+            self._exec_read_ahead = 1  # this exec's event is still to come: read already
+            self._resume_held()
+            if self._unwind_feed is not None:  # the exec thread sees a later exec at once
+                self._unwind_feed.on_exec = self._exec_seen
         note = self._sampler.header_note
         self._notices = (note,) if note else ()
         self._post(Phase.SAMPLING, self._note)
@@ -379,6 +382,22 @@ class Collector:
         self._probes.use(str(spec), spec.weighted)
         self._probe_message = f"probe {spec}"
 
+    def _resume_held(self) -> None:
+        """Let the launched command, held at an exec and described, run on; held
+        again at its next exec (``chroot DIR python3``, ``env``, ``nice``: the
+        program that matters is often the second image), so each image is
+        described, Python frames and all, before its first instruction."""
+        assert self._launched is not None
+        self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
+        self._sampler.hold_at_exec(self.pid)
+        resume(self._launched)
+
+    def _exec_seen(self, tgid: int) -> None:
+        """(The unwind feed's exec thread) the launched command exec'd again and
+        is held: a tick now describes it and lets it go."""
+        if tgid == self.pid:
+            self._wake.set()
+
     def _on_exec(self, tgid: int) -> None:
         """A target exec'd: read its new image now, before it can exit (once
         gone, what was read at the exec, if anything, is kept)."""
@@ -413,7 +432,14 @@ class Collector:
         self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
     ) -> None:
         for tgid in tick.execs:
+            if tgid == self.pid and self._exec_read_ahead:
+                # Read again, its new image (running now) would lose its Python
+                # frames while its interpreter is looked for anew.
+                self._exec_read_ahead -= 1
+                continue
             self._on_exec(tgid)
+            if tgid == self.pid and self._launched is not None and self._bpf_ready:
+                self._resume_held()  # held at this exec: described now
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads
@@ -423,6 +449,7 @@ class Collector:
             tgid = sample.tgid
             label = self._process.name if tgid == self.pid else self._labels.name(tgid)
             active.add(label, self._stacks.lookup(sample), sample, self.headless)
+        self._stacks.python.retire(tick)
         self._profile.end_tick(tick.interval_s)
         walker = getattr(self._sampler, "unwinder", None) is not None  # made BPF's user stacks
         self._stats.add(

@@ -65,9 +65,6 @@ class PythonFeed:
         """Check the processes this tick sampled that were not checked yet."""
         if self._walker is None:
             return
-        for ended in tick.exits:
-            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
-                self.forget(ended.tgid)
         now = time.monotonic()
         for tgid in {s.tgid for s in tick.samples}:
             if tgid in self._found:
@@ -75,6 +72,13 @@ class PythonFeed:
             checked = self._checked_at.get(tgid)
             if checked is None or now - checked >= self._recheck_s:
                 self.check(tgid)
+
+    def retire(self, tick: RawTick) -> None:
+        """Forget the processes that exited in this tick, once its samples are
+        merged (the last second of a process that exits keeps its Python frames)."""
+        for ended in tick.exits:
+            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
+                self.forget(ended.tgid)
 
     def forget(self, pid: int) -> None:
         """``pid`` exec'd (or exited): what was found no longer holds."""

@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from bpftop.bpf.raw import RawTick
@@ -109,6 +109,8 @@ class UnwindFeed:
         self._yielding = Yielding()  # the builder's priority
         watch = self._watch_execs
         self._exec_watch = threading.Thread(target=watch, name="bpftop-execs", daemon=True)
+        # Told (on the exec thread) of each described process that exec'd, once described anew.
+        self.on_exec: Callable[[int], None] = lambda _: None
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -280,6 +282,7 @@ class UnwindFeed:
                 self._forget_image(tgid)
                 if self.add(tgid):
                     self._visit_one(tgid)
+                self.on_exec(tgid)
             if execs:
                 self.ready.clear()
                 self._wake.set()
