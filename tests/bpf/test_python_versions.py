@@ -226,3 +226,29 @@ def _is_python(frame: str) -> bool:
     """A Python frame, named (QUALNAME (FILE:LINE)) or not ([python]+0x...: its
     code object was read too late)."""
     return bool(PY_FRAME.match(frame)) or frame.startswith("[python]+0x")
+
+
+@pytest.mark.parametrize("python", [PY313, PY314], ids=str)
+def test_a_uprobe_by_name_follows_a_launched_command_into_its_root(
+    python: Interpreter, tmp_path: Path
+) -> None:
+    """`--probe uprobe:c:clock_gettime -- chroot ROOT python3.X script`: `c`
+    is first the host's libc (chroot's); held at the interpreter's exec, the
+    probe moves to the root's libc, which the interpreter calls."""
+    out = tmp_path / "follow.folded"
+    result = _record("--probe", "uprobe:c:clock_gettime", "-o", str(out), "--",
+                     *python.argv(WORKLOAD, "split", "2"), timeout=180)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    stacks = parse_folded(out)
+    total = sum(stacks.values())
+    file = python.path(WORKLOAD)
+    in_burn = sum(c for s, c in stacks.items() if ("burn", file) in _names(s))
+    assert total > 1_000 and in_burn >= 0.95 * total, (in_burn, total, stacks.most_common(2))
+    other = {s: c for s, c in stacks.items() if s[-1] != "clock_gettime"}
+    # (A hit in the interpreter's first milliseconds may come before the
+    # symbolizer, which read its maps at the exec, reads them again with libc.)
+    assert sum(other.values()) <= 0.001 * total, f"the probed function is the leaf: {other}"
+
+
+def _names(stack: tuple[str, ...]) -> set[tuple[str, str]]:
+    return {(name, f) for name, f, _ in _python_frames(stack)}

@@ -131,6 +131,8 @@ class Collector:
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._early_perf = early
         self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
+        self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
+        self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load
@@ -392,22 +394,36 @@ class Collector:
         self._sampler.hold_at_exec(self.pid)
         resume(self._launched)
 
+    def _follow_probe(self) -> None:
+        """The launched command is held at a later exec: a probe named by
+        library goes on the new image's files (what the old one counted last
+        is taken at the next tick)."""
+        try:
+            last = self._sampler.follow_exec()
+        except BpftopError as err:
+            self._probe_message = f"{self._sampler.probe} stays on the first image: {err}"
+            return
+        if last is not None:
+            self._followed_ticks.append(last)
+
     def _exec_seen(self, tgid: int) -> None:
         """(The unwind feed's exec thread) the launched command exec'd again and
         is held: a tick now describes it and lets it go."""
         if tgid == self.pid:
             self._wake.set()
 
-    def _on_exec(self, tgid: int) -> None:
+    def _on_exec(self, tgid: int, python: bool = True) -> None:
         """A target exec'd: read its new image now, before it can exit (once
-        gone, what was read at the exec, if anything, is kept)."""
+        gone, what was read at the exec, if anything, is kept); ``python``:
+        its interpreter too."""
         if not has_maps(tgid):
             return
         unwind_feed.note_exec(self._unwind_feed, tgid)  # (waits for the tables of a held command)
         self._symbolizer.forget(tgid)
         self._symbolizer.prepare(tgid, preload=True)
         self._labels.forget(tgid)
-        self._stacks.python.exec(tgid)
+        if python:
+            self._stacks.python.exec(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid)
@@ -431,15 +447,30 @@ class Collector:
     def _absorb(
         self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
     ) -> None:
+        while self._followed_ticks:
+            self._absorb_one(self._followed_ticks.pop(0))
+        self._absorb_one(tick, qualities, left_out)
+
+    def _absorb_one(
+        self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
+    ) -> None:
+        for tgid in tuple(self._reread_next):
+            self._symbolizer.forget(tgid)
+            self._symbolizer.prepare(tgid, preload=True)
+        self._reread_next.clear()
         for tgid in tick.execs:
             if tgid == self.pid and self._exec_read_ahead:
-                # Read again, its new image (running now) would lose its Python
-                # frames while its interpreter is looked for anew.
+                # Its maps are read again (the libraries it has loaded since),
+                # but not its interpreter: the new image, running now, would
+                # lose its Python frames while it is looked for anew.
                 self._exec_read_ahead -= 1
+                self._on_exec(tgid, python=False)
                 continue
             self._on_exec(tgid)
             if tgid == self.pid and self._launched is not None and self._bpf_ready:
+                self._follow_probe()
                 self._resume_held()  # held at this exec: described now
+                self._reread_next.add(tgid)  # read before its loader mapped its libraries
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads
