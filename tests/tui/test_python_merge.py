@@ -67,3 +67,32 @@ def test_other_jit_frames_are_kept() -> None:
     merged = merge(RUNTIME, addrs, native, python)
     assert "LazyCompile:burn" in _names(merged)
     assert not any(n.startswith("py::") for n in _names(merged))
+
+
+def test_eval_frames_are_told_by_address_never_by_name() -> None:
+    """A cold part of the eval loop named after another symbol takes the Python
+    frames; a frame named _PyEval_EvalFrameDefault outside the ranges does not."""
+    frames = [
+        (0x9000, Frame("clock_gettime", "/lib/libc.so.6", 0)),
+        (EVAL + 0x800, Frame("Py_CompileStringExFlags", PYTHON, 0x1234)),  # cold part
+        (0x6500, Frame("_PyEval_EvalFrameDefault", PYTHON, 0)),  # by name only
+        (0x8000, Frame("main", "/usr/bin/app", 0)),
+    ]
+    python = [(_py("burn"), False), (_py("run"), True)]
+    merged = merge(RUNTIME, [a for a, _ in frames], [f for _, f in frames], python)
+    assert _names(merged) == ["clock_gettime", "burn (/x.py)", "run (/x.py)", "main"]
+
+
+def test_a_build_running_python_outside_the_eval_ranges_still_gets_its_frames() -> None:
+    """3.14's tail-calling build runs Python code in _TAIL_CALL_* functions:
+    no eval frame is found, nothing fails, and the Python frames go at the
+    root end (what docs/python.md says of that untested build)."""
+    frames = [
+        (0x9000, Frame("clock_gettime", "/lib/libc.so.6", 0)),
+        (0x6100, Frame("_TAIL_CALL_CALL", PYTHON, 0)),
+        (0x6200, Frame("_TAIL_CALL_CALL", PYTHON, 0)),
+        (0x8000, Frame("main", "/usr/bin/app", 0)),
+    ]
+    python = [(_py("burn"), True), (_py("run"), True)]
+    merged = merge(RUNTIME, [a for a, _ in frames], [f for _, f in frames], python)
+    assert _names(merged) == ["clock_gettime", "main", "burn (/x.py)", "run (/x.py)"]
