@@ -7,11 +7,7 @@ segment the mapping holds: the executable one (PF_X) whose page-rounded file
 range holds the mapping's offset. Never the first match: LLD (rustc's default
 linker, ``clang -fuse-ld=lld``) starts the executable segment in the same file
 page as the end of the read-only one, so both ranges hold that offset and
-the read-only one gives a bias 4 KiB off. An anonymous executable mapping
-that holds CPython's ``-X perf`` trampolines (its first bytes, read from the
-process's memory, are one:
-:func:`~bpftop.symbols.perf_trampolines.trampoline_table`) is a range too,
-with its table made here rather than from a file. Files are opened
+the read-only one gives a bias 4 KiB off. Files are opened
 through /proc/PID/map_files/<range> (deleted files, other mount namespaces),
 falling back to /proc/PID/root/<path>. Program headers are read with
 ``struct`` (no pyelftools: this runs every time the maps change). Nothing
@@ -26,8 +22,6 @@ from dataclasses import dataclass
 from typing import IO
 
 from bpftop.symbols.maps import MapEntry, parse_maps
-from bpftop.symbols.perf_trampolines import PROBE_BYTES, trampoline_table
-from bpftop.symbols.unwind_table import UnwindTable
 
 PROC_ROOT = "/proc"
 PT_LOAD = 1
@@ -40,7 +34,8 @@ MAX_PROGRAM_HEADERS = 256
 class CodeRange:
     """One executable mapping of a file: ``[start, end)``, its bias, the path
     to open it by, and the file's identity (st_dev, st_ino, st_size, st_mtime_ns);
-    or of code made at run time whose ``table`` is known without a file."""
+    or of code made at run time whose unwind ``rows`` (packed, named
+    ``rows_source``) are known without a file (``-X perf`` trampolines)."""
 
     start: int
     end: int
@@ -48,13 +43,14 @@ class CodeRange:
     path: str
     open_path: str
     identity: tuple[int, int, int, int]
-    table: UnwindTable | None = None
+    rows: bytes = b""
+    rows_source: str = ""
 
     @property
     def key(self) -> str:
         """A name for the file's contents (shared by every process mapping it)."""
-        if self.table is not None:
-            return f"[{self.table.source}]"
+        if self.rows:
+            return f"[{self.rows_source}]"
         return "{:x}:{:x}:{:x}:{:x}".format(*self.identity)
 
 
@@ -77,15 +73,11 @@ def code_ranges(
         return ()
     entries = parse_maps(text)
     found: list[CodeRange] = []
-    anonymous: list[MapEntry] = []
     for entry in entries:
         if entry.executable and entry.is_file:
             code = _code_range(pid, entry, proc_root)
             if code is not None:
                 found.append(code)
-        elif entry.executable and not entry.path:
-            anonymous.append(entry)
-    found += _trampoline_ranges(pid, anonymous, proc_root)
     exe = _readlink(f"{proc_root}/{pid}/exe")
     found.sort(key=lambda c: (c.path != exe, c.start))
     return tuple(found)
@@ -106,32 +98,6 @@ def _code_range(pid: int, entry: MapEntry, proc_root: str) -> CodeRange | None:
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         return CodeRange(entry.start, entry.end, bias, entry.path, path, identity)
     return None
-
-
-def _trampoline_ranges(pid: int, entries: list[MapEntry], proc_root: str) -> list[CodeRange]:
-    """The anonymous executable mappings of ``entries`` that hold CPython's
-    ``-X perf`` trampolines (vaddr 0 at the mapping's start)."""
-    if not entries:
-        return []
-    found = []
-    try:
-        with open(f"{proc_root}/{pid}/mem", "rb", buffering=0) as mem:
-            for entry in entries:
-                try:
-                    start = os.pread(mem.fileno(), PROBE_BYTES, entry.start)
-                except OSError:
-                    continue
-                table = trampoline_table(start)
-                if table is not None:
-                    name = f"[{table.source}]"
-                    found.append(
-                        CodeRange(
-                            entry.start, entry.end, entry.start, name, "", (0, 0, 0, 0), table
-                        )
-                    )
-    except OSError:
-        return []
-    return found
 
 
 def mapping_bias(segments: list[LoadHeader], start: int, map_offset: int) -> int | None:

@@ -7,10 +7,12 @@ The copies have no ``.eh_frame``, so the stack walkers need a rule for them,
 and their names double the Python frames the interpreter walker already
 gives, so the merge drops them (:func:`is_python_trampoline`).
 
-Owns :func:`trampoline_table`: given the first bytes of an anonymous
-executable mapping (read from the process's memory), the unwind table of the
-arena when they are one of CPython's x86-64 trampoline shapes (seen on
-3.12.1, 3.13.0, Debian's 3.13.5 and 3.14.10)::
+Owns :func:`all_code_ranges`: a process's executable file mappings
+(:func:`~bpftop.symbols.code_ranges.code_ranges`) and its trampoline arenas,
+each a range whose rows come with it; and :func:`trampoline_table`: given
+the first bytes of an anonymous executable mapping (read from the process's
+memory), the unwind table of the arena when they are one of CPython's x86-64
+trampoline shapes (seen on 3.12.1, 3.13.0, Debian's 3.13.5 and 3.14.10)::
 
     [endbr64] sub $8,%rsp;  call *%rcx; add $8,%rsp; ret      (3.12, 3.13)
     [endbr64] push %rbp; mov %rsp,%rbp; call *%rcx; pop %rbp; ret  (3.14)
@@ -27,8 +29,12 @@ of each copy's 11-16 bytes) gets the same rule and may end its stack there.
 
 from __future__ import annotations
 
+import os
+
 from bpftop.symbols.cfa_rules import RowKind
+from bpftop.symbols.code_ranges import PROC_ROOT, CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.frame import Frame
+from bpftop.symbols.maps import parse_maps
 from bpftop.symbols.unwind_table import UnwindRow, UnwindTable
 
 ENDBR64 = bytes.fromhex("f30f1efa")
@@ -53,6 +59,39 @@ def trampoline_table(start: bytes) -> UnwindTable | None:
             row = UnwindRow(0, RowKind.RSP, CFA_OFFSET, rbp, RA_OFFSET)
             return UnwindTable(row.packed(), f"python-perf-trampolines-{name}")
     return None
+
+
+def all_code_ranges(
+    pid: int, proc_root: str = PROC_ROOT, maps_text: str | None = None
+) -> tuple[CodeRange, ...]:
+    """``code_ranges`` of ``pid``, then its ``-X perf`` trampoline arenas
+    (vaddr 0 at each arena's start, the rule's rows with it)."""
+    text = maps_text if maps_text is not None else read_maps_text(pid, proc_root)
+    if text is None:
+        return ()
+    files = code_ranges(pid, proc_root, text)
+    anonymous = [e for e in parse_maps(text) if e.executable and not e.path]
+    if not anonymous or not files:
+        return files
+    found: list[CodeRange] = []
+    try:
+        with open(f"{proc_root}/{pid}/mem", "rb", buffering=0) as mem:
+            for entry in anonymous:
+                try:
+                    table = trampoline_table(os.pread(mem.fileno(), PROBE_BYTES, entry.start))
+                except OSError:
+                    continue
+                if table is not None:
+                    name = f"[{table.source}]"
+                    found.append(
+                        CodeRange(
+                            entry.start, entry.end, entry.start, name, "", (0, 0, 0, 0),
+                            table.packed, table.source,
+                        )
+                    )  # fmt: skip
+    except OSError:
+        return files
+    return (*files, *found)
 
 
 def is_python_trampoline(frame: Frame) -> bool:

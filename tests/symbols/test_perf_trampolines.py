@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.code_ranges import code_ranges
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.perf_trampolines import is_python_trampoline, trampoline_table
+from bpftop.symbols.perf_trampolines import all_code_ranges, is_python_trampoline, trampoline_table
 from bpftop.symbols.stack_walk import UserRegs, walk_copied_stack
 from bpftop.symbols.unwind_table import RowKind, UnwindRow, UnwindTable
 from tests.pythons import PY313, PY314, Interpreter
@@ -130,15 +129,15 @@ def test_a_live_interpreters_arena_is_a_code_range_with_its_table(python: Interp
     try:
         assert target.stdout is not None
         target.stdout.readline()
-        ranges = code_ranges(target.pid)
+        ranges = all_code_ranges(target.pid)
         perf_map = (python.root or Path("/")) / f"tmp/perf-{target.pid}.map"
         entries = [line.split(None, 2) for line in perf_map.read_text().splitlines()]
     finally:
         target.kill()
         target.wait()
         perf_map.unlink(missing_ok=True)
-    arenas = [r for r in ranges if r.table is not None]
-    assert arenas and all(r.key == f"[{r.table.source}]" for r in arenas if r.table), ranges
+    arenas = [r for r in ranges if r.rows]
+    assert arenas and all(r.key == f"[{r.rows_source}]" for r in arenas), ranges
     starts = [int(start, 16) for start, _size, name in entries if name.startswith("py::")]
     assert len(starts) > 10
     assert all(any(r.start <= s < r.end for r in arenas) for s in starts)

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
-from bpftop.symbols.code_ranges import CodeRange, code_ranges, read_maps_text
+from bpftop.symbols.code_ranges import CodeRange, read_maps_text
+from bpftop.symbols.perf_trampolines import all_code_ranges
 from bpftop.symbols.process_tables import ProcessTables
 from bpftop.symbols.unwind_cache import UnwindCache
 from bpftop.tui.collect.busy import busy_processes
@@ -314,7 +315,7 @@ class UnwindFeed:
         text = read_maps_text(pid)
         if text is not None and text == self._maps.get(pid):
             return False
-        ranges = code_ranges(pid, maps_text=text) if text is not None else ()
+        ranges = all_code_ranges(pid, maps_text=text) if text is not None else ()
         if not ranges:  # gone, or a kernel thread
             self._drop(pid)
             return False
