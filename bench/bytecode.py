@@ -16,7 +16,7 @@ import compileall
 
 from tests.conftest import ROOT
 
-PACKAGE_FOLDERS = ("bpf", "symbols", "tui")  # the ``bpftop`` package's (pyproject.toml)
+PACKAGE_FOLDERS = ("base", "bpf", "symbols", "tui")  # the ``bpftop`` package's (pyproject.toml)
 
 
 def compile_bpftop() -> None:

@@ -7,7 +7,7 @@ random walks 8-32 frames deep down a fixed call graph of 2,000 functions
 (each calls six others, each four times as often as the next), a sixth of them
 ending in kernel frames. Then times what ``bpftop view`` does before the first frame:
 read, parse and build the call tree (``load_tree``: every format's stacks
-become key paths merged into an array tree, ``path_tree``), then the
+become key paths merged into an array tree, ``array_tree``), then the
 function table (``saved_snapshot``), with the
 garbage collector tuned as ``view`` tunes it. The target is <= 10 s for
 1 M lines. Also writes the same profile as speedscope and pprof and times

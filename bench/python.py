@@ -47,7 +47,7 @@ from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.stats import ProgStats
-from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from bpftop.symbols.python.runtime import PythonRuntime, find_python
 from bpftop.tui.collect.python_procs import walker_process
 from tests.conftest import ROOT
 from tests.pythons import ALL, PY311, Interpreter

@@ -21,8 +21,8 @@ import statistics
 import subprocess
 import time
 
-from bpftop.symbols.python_code import MASK64, CodeNames, code_ident
-from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from bpftop.symbols.python.code import MASK64, CodeNames, code_ident
+from bpftop.symbols.python.runtime import PythonRuntime, find_python
 
 PYTHON = "/usr/bin/python3.11"
 TARGET = r"""

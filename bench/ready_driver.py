@@ -81,8 +81,8 @@ def _load_copies(collector: Any) -> None:
     from bpftop.bpf.probe_copies import AHEAD
 
     copies = collector._sampler._copies
-    for kind in AHEAD if copies is not None else ():
-        copies.ensure(kind)
+    for program in AHEAD if copies is not None else ():
+        copies.ensure(program)
 
 
 def _watch(out: str) -> None:

@@ -9,7 +9,7 @@
   files this machine has;
 - the same two loaded from a warm on-disk cache (a second run of bpftop);
 - inline chains of 30 random libc functions from libc's separate debug file:
-  cold (pyelftools) against cached (a second run: :mod:`bpftop.symbols.dwarf_cache`),
+  cold (pyelftools) against cached (a second run: :mod:`bpftop.symbols.dwarf.cache`),
   and the cost of writing that cache entry with 16 and with 256 units;
 - memory held by the indexes of 50 shared libraries (tracemalloc);
 - loading /proc/kallsyms (root: real addresses), best of 5.
@@ -28,11 +28,11 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
-from bpftop.symbols.disk_cache import DiskCache
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.dwarf_cache import EAGER_UNITS, DwarfCache, DwarfEntry
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.dwarf.cache import EAGER_UNITS, DwarfCache, DwarfEntry
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.elf.disk_cache import DiskCache
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.kallsyms import KernelSymbols
 from bpftop.symbols.symbolizer import Symbolizer
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.unwind_bench
 
-- cold build (symbols/eh_frame.py's decoder, no disk cache) of libc.so.6 and
+- cold build (symbols/unwind/eh_frame.py's decoder, no disk cache) of libc.so.6 and
   python3.11: best of 3, wall and this process's CPU;
 - warm load of the same from the on-disk cache (a second run): best of 5;
 - rows, FDEs and row kinds of each table.
@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.unwind.cache import UnwindCache
 
 FILES = ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11")
 

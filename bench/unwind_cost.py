@@ -22,7 +22,7 @@ import subprocess
 import time
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.symbols.unwind_cache import UnwindCache, unwind_cache_dir
+from bpftop.symbols.unwind.cache import UnwindCache, unwind_cache_dir
 from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.conftest import WORKLOADS
 

@@ -6,7 +6,7 @@ Starts N python3 processes (one binary, the same libraries) and builds their
 tables the way the feed does (one shared ProcessTables): CPU seconds of this
 process for all N, against the same for one process. Files are built once,
 so N processes should cost about what one does. No BPF is needed: the cost is
-the user-space build (symbols/eh_frame.py).
+the user-space build (symbols/unwind/eh_frame.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 import time
 
-from bpftop.symbols.code_ranges import code_ranges
-from bpftop.symbols.process_tables import ProcessTables
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.elf.code_ranges import code_ranges
+from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.process_tables import ProcessTables
 
 PYTHON = "/usr/bin/python3"
 

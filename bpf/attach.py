@@ -18,21 +18,8 @@ import os
 from typing import Any
 
 from bpftop.bpf.libbcc import LIBBCC_LOCK, attach_uprobe
-from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.probes import KINDS, Attach, KindRule
 from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available
-
-HANDLERS = {
-    ProbeKind.PROFILE: b"on_cpu_sample",
-    ProbeKind.SOFTWARE: b"on_cpu_sample",
-    ProbeKind.HARDWARE: b"on_cpu_sample",
-    ProbeKind.UPROBE: b"on_probe_hit",
-    ProbeKind.USDT: b"on_probe_hit",
-    ProbeKind.TRACEPOINT: b"on_tracepoint",
-    ProbeKind.KPROBE: b"on_kprobe_hit",
-    ProbeKind.KRETPROBE: b"on_kprobe_hit",
-}
-OFFCPU_HANDLER = b"tracepoint__sched__sched_switch"  # one copy; its slot is in a map
-CALL_ENTRY, CALL_RETURN = b"on_call_entry", b"on_call_return"
 
 
 def handler(name: bytes, slot: int) -> bytes:
@@ -40,15 +27,17 @@ def handler(name: bytes, slot: int) -> bytes:
     return name + b"_1" if slot else name
 
 
-COMPILED_HANDLERS = (  # slot 0's, with their program types' names (attributes of bcc.BPF)
-    (b"on_cpu_sample", "PERF_EVENT"),
-    (b"on_probe_hit", "KPROBE"),
-    (b"on_kprobe_hit", "KPROBE"),
-    (CALL_ENTRY, "KPROBE"),
-    (CALL_RETURN, "KPROBE"),
-    (b"on_tracepoint", "TRACEPOINT"),
+COMPILED_HANDLERS = tuple(
+    dict.fromkeys(
+        (name, rule.program.value)
+        for rule in KINDS.values()
+        if not rule.one_copy
+        for name in (rule.handler, rule.return_handler)
+        if name
+    )
 )
-"""Each has a slot-1 copy made from its instructions (bpf/retarget.py)."""
+"""Slot 0's handlers, with their program types' names (attributes of bcc.BPF).
+Each has a slot-1 copy made from its instructions (bpf/retarget.py)."""
 
 
 class Attachment:
@@ -90,53 +79,52 @@ class Attachment:
         sites = {(s.path, s.address, s.pid) for s in mine.sites}
         return any((s.path, s.address, s.pid) in sites for s in plan.sites)
 
-    def _fn(self, kind: ProbeKind) -> bytes:
-        if kind is ProbeKind.OFFCPU:
-            return OFFCPU_HANDLER
-        return handler(HANDLERS[kind], self.slot)
+    def _fn(self, rule: KindRule, name: bytes = b"") -> bytes:
+        """The copy of the rule's handler (or of ``name``) that counts for this slot."""
+        if rule.one_copy:
+            return rule.handler
+        return handler(name or rule.handler, self.slot)
 
     def _attach(self) -> None:
-        plan, bpf, kind = self.plan, self._bpf, self.plan.spec.kind
+        plan, bpf, rule = self.plan, self._bpf, self.plan.spec.rule
         self._attached = True
-        if plan.perf_type >= 0:
-            rate = {
-                "sample_freq" if kind is ProbeKind.PROFILE else "sample_period": plan.spec.number
-            }
+        if rule.attach is Attach.PERF_EVENT:
+            rate = {"sample_freq" if rule.by_frequency else "sample_period": plan.spec.number}
             bpf.attach_perf_event(
-                ev_type=plan.perf_type, ev_config=plan.perf_config, fn_name=self._fn(kind), **rate
+                ev_type=plan.perf_type, ev_config=plan.perf_config, fn_name=self._fn(rule), **rate
             )
-        elif plan.tracepoint:
-            bpf.attach_tracepoint(tp=plan.tracepoint.encode(), fn_name=self._fn(kind))
-        elif plan.kernel_function:
-            self._attach_kprobe(kind)
+        elif rule.attach is Attach.TRACEPOINT:
+            bpf.attach_tracepoint(tp=plan.tracepoint.encode(), fn_name=self._fn(rule))
+        elif rule.attach is Attach.KERNEL_FUNCTION:
+            self._attach_kprobe(rule)
         else:
-            self._attach_sites(kind)
+            self._attach_sites(rule)
 
-    def _attach_kprobe(self, kind: ProbeKind) -> None:
+    def _attach_kprobe(self, rule: KindRule) -> None:
         if not kprobes_available():  # checked at resolve time too; the kernel may lack them
             raise UnsupportedProbeError(
                 "kprobes are not available: this kernel was built without CONFIG_KPROBES",
                 "use tracepoint: probes on this kernel",
             )
         event = self.plan.kernel_function.encode()
-        if kind is ProbeKind.KRETPROBE:
-            self._bpf.attach_kretprobe(event=event, fn_name=self._fn(kind))
+        if rule.at_return:
+            self._bpf.attach_kretprobe(event=event, fn_name=self._fn(rule))
         else:
-            self._bpf.attach_kprobe(event=event, fn_name=self._fn(kind))
+            self._bpf.attach_kprobe(event=event, fn_name=self._fn(rule))
 
-    def _attach_sites(self, kind: ProbeKind) -> None:
+    def _attach_sites(self, rule: KindRule) -> None:
         bpf, events = self._bpf, self._uprobe_events
         for site in self.plan.sites:
             path = site.path.encode()
             try:
-                if kind is ProbeKind.URETPROBE:
-                    entry, ret = handler(CALL_ENTRY, self.slot), handler(CALL_RETURN, self.slot)
+                if rule.return_handler:
+                    entry, ret = self._fn(rule), self._fn(rule, rule.return_handler)
                     events.append(attach_uprobe(bpf, path, site.address, entry, site.pid))
                     events.append(
                         attach_uprobe(bpf, path, site.address, ret, site.pid, retprobe=True)
                     )
                 else:
-                    fn, semaphore = self._fn(kind), site.ref_ctr_offset
+                    fn, semaphore = self._fn(rule), site.ref_ctr_offset
                     events.append(
                         attach_uprobe(
                             bpf, path, site.address, fn, site.pid, ref_ctr_offset=semaphore

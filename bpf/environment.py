@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bpftop.base.errors import BccMissingError, PermissionsError
 from bpftop.bpf.compiler_pages import release_compiler_pages
-from bpftop.bpf.errors import BccMissingError, PermissionsError
 
 HEADER_CACHE = Path("/var/cache/bpftop/kernel-headers")
 TRACEFS_MOUNTS = (("tracefs", "/sys/kernel/tracing"), ("debugfs", "/sys/kernel/debug"))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from bpftop.bpf.errors import PerfEventError, PermissionsError
+from bpftop.base.errors import PerfEventError, PermissionsError
 from bpftop.bpf.raw import Addresses
 
 SYS_PERF_EVENT_OPEN = 298  # x86-64

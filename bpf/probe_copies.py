@@ -5,7 +5,7 @@ A tail call stays within its program type, so the .eh_frame walker
 (bpf/probe_stacks.py) and the Python walker (bpf/python_walk.py) have a copy
 for kprobe-type handlers and one for tracepoint-type handlers, loaded apart
 from the main program. Owns :class:`ProbeCopies`: :meth:`~ProbeCopies.ensure`
-loads the copies one probe kind's handlers tail-call (a switch's
+loads the copies one program type's handlers tail-call (a switch's
 ``_attach``), :meth:`~ProbeCopies.preload` loads all of them on a thread of
 its own (``CpuSampler(copies_ahead=True)``, as the CLI makes it: from the end
 of the compile, beside the handlers' verification; the verifier runs in the
@@ -27,11 +27,11 @@ import threading
 from typing import Any
 
 from bpftop.bpf.probe_stacks import load_probe_walker
-from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.probes import ProgramType
 from bpftop.bpf.python_walk import load_probe_copy
 
-AHEAD = (ProbeKind.UPROBE, ProbeKind.TRACEPOINT)
-"""One kind per program type that has copies: kprobe-type, tracepoint-type."""
+AHEAD = (ProgramType.KPROBE, ProgramType.TRACEPOINT)
+"""The program types that have copies: kprobe-type, tracepoint-type."""
 
 
 class ProbeCopies:
@@ -51,19 +51,21 @@ class ProbeCopies:
         if ahead:
             self.preload()
 
-    def ensure(self, kind: ProbeKind) -> None:
-        """Load the copies probe ``kind``'s handlers tail-call, unless they are
-        loaded; one the kernel refuses does not keep the other from loading
-        (then raises what BCC raised for the first refused)."""
+    def ensure(self, program: ProgramType, python: bool = True) -> None:
+        """Load the copies that handlers of ``program`` type tail-call (the
+        Python walker's only when ``python``: a probe kind's
+        ``KindRule.python``), unless they are loaded; one the kernel refuses
+        does not keep the other from loading (then raises what BCC raised for
+        the first refused)."""
         with self._lock:
             if self._stopped:
                 return
             refused: Exception | None = None
             loads = [load_probe_walker] if self._walker else []
-            loads += [load_probe_copy] if self._python else []
+            loads += [load_probe_copy] if self._python and python else []
             for load in loads:
                 try:
-                    load(self._bpf, self._types, kind)
+                    load(self._bpf, self._types, program)
                 except Exception as exc:
                     refused = refused or exc
             if refused is not None:
@@ -77,10 +79,10 @@ class ProbeCopies:
             self._thread.start()
 
     def _ahead(self) -> None:
-        for kind in AHEAD:
+        for program in AHEAD:
             try:
-                self.ensure(kind)
-            except Exception:  # the kind's first use loads it again and says why
+                self.ensure(program)
+            except Exception:  # the type's first probe loads it again and says why
                 continue
 
     def stop(self) -> None:

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
-from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.probes import ProgramType
 from bpftop.bpf.python_walk import PythonWalker, load_copy
 from bpftop.bpf.raw import Packed, RawSample
 from bpftop.bpf.retarget import load_walker_copy
@@ -38,25 +38,18 @@ from bpftop.bpf.unwinder import WALKER_ID_BIT
 KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")
 TRACEPOINT_WALKER = (b"unwind_walk_tp", b"unwind_progs_tp", "TRACEPOINT")
 PROBE_WALKERS = (KPROBE_WALKER, TRACEPOINT_WALKER)
-_WALKER_OF = {
-    ProbeKind.UPROBE: KPROBE_WALKER,
-    ProbeKind.URETPROBE: KPROBE_WALKER,
-    ProbeKind.USDT: KPROBE_WALKER,
-    ProbeKind.KPROBE: KPROBE_WALKER,
-    ProbeKind.KRETPROBE: KPROBE_WALKER,
-    ProbeKind.TRACEPOINT: TRACEPOINT_WALKER,
-    ProbeKind.OFFCPU: TRACEPOINT_WALKER,
-}
+_WALKER_OF = {ProgramType.KPROBE: KPROBE_WALKER, ProgramType.TRACEPOINT: TRACEPOINT_WALKER}
+"""The walker copy a program type's handlers tail-call (perf events call the walker itself)."""
 
 
-def load_probe_walker(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
-    """Make sure the walker copy that probe ``kind``'s handlers tail-call is
+def load_probe_walker(bpf: Any, program_types: Any, program: ProgramType) -> bool:
+    """Make sure the walker copy that handlers of ``program`` type tail-call is
     loaded and in its array (``program_types``: ``bcc.BPF``, whose attributes
-    name the types): at a kind's first use, or ahead on a thread
+    name the types): at a probe's first use, or ahead on a thread
     (bpf/probe_copies.py). Until it is there, the handlers' tail call fails
     and they use ``bpf_get_stackid``. Returns True when it was loaded now."""
     return load_copy(
-        bpf, program_types, _WALKER_OF.get(kind), partial(load_walker_copy, bpf, program_types)
+        bpf, program_types, _WALKER_OF.get(program), partial(load_walker_copy, bpf, program_types)
     )
 
 

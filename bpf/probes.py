@@ -16,14 +16,22 @@ Grammar (one spec per probe; ``--probe`` and the TUI's probe dialog)::
 Parsing needs nothing but the text; whether the symbol, tracepoint or kernel
 feature exists is decided by :mod:`bpftop.bpf.resolve`. Errors are
 :class:`ProbeSpecError` (a ``UsageError``) with a hint.
+
+Everything else that differs between probe kinds is one :class:`KindRule` per
+kind in :data:`KINDS`: how its spec is parsed, how it is resolved and attached
+(:class:`Attach`), its BPF handler and program type (which walker copies its
+handlers tail-call), what one event is called and whether its stacks carry
+time, whether they get Python frames, and what the probe dialog completes.
+A new kind is a new rule here plus its handler in ``bpftop.bpf.c``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 
 
 class ProbeKind(StrEnum):
@@ -93,9 +101,20 @@ class ProbeSpec:
     number: int = 0  # profile: Hz; software/hardware: period; offcpu: min µs
 
     @property
+    def rule(self) -> KindRule:
+        """What this spec's kind does (:data:`KINDS`)."""
+        return KINDS[self.kind]
+
+    @property
     def weighted(self) -> bool:
         """True when each stack carries time (ns), not just a count."""
-        return self.kind in (ProbeKind.URETPROBE, ProbeKind.OFFCPU)
+        return bool(self.rule.time)
+
+    @property
+    def is_profile(self) -> bool:
+        """CPU sampling at a rate (``profile:hz:N``, the default): the probe the
+        early perf_event sampler and ``-F`` stand for."""
+        return self.kind is ProbeKind.PROFILE
 
     @property
     def is_glob(self) -> bool:
@@ -124,8 +143,7 @@ def parse_spec(text: str) -> ProbeSpec:
     head, _, rest = text.partition(":")
     kind = ALIASES.get(head) or _kind(head.lower())
     parts = rest.split(":") if rest else []
-    parser = _PARSERS[kind]
-    return parser(kind, parts, text)
+    return KINDS[kind].parse(kind, parts, text)
 
 
 class ProbeSpecError(UsageError):
@@ -161,7 +179,7 @@ def _profile(kind: ProbeKind, parts: list[str], text: str) -> ProbeSpec:
 
 
 def _perf_event(kind: ProbeKind, parts: list[str], text: str) -> ProbeSpec:
-    events = SOFTWARE_EVENTS if kind is ProbeKind.SOFTWARE else HARDWARE_EVENTS
+    events = KINDS[kind].event_names or {}
     if not 1 <= len(parts) <= 2 or parts[0] not in events:
         names = ", ".join(events)
         raise ProbeSpecError(f"bad {kind} spec '{text}'", f"{kind}:EVENT[:PERIOD], EVENT: {names}")
@@ -214,15 +232,120 @@ def _usdt(kind: ProbeKind, parts: list[str], text: str) -> ProbeSpec:
     return ProbeSpec(kind, target=parts[0], provider=parts[1], name=parts[2])
 
 
-_PARSERS = {
-    ProbeKind.PROFILE: _profile,
-    ProbeKind.SOFTWARE: _perf_event,
-    ProbeKind.HARDWARE: _perf_event,
-    ProbeKind.UPROBE: _user,
-    ProbeKind.URETPROBE: _user,
-    ProbeKind.TRACEPOINT: _tracepoint,
-    ProbeKind.KPROBE: _kprobe,
-    ProbeKind.KRETPROBE: _kprobe,
-    ProbeKind.OFFCPU: _offcpu,
-    ProbeKind.USDT: _usdt,
-}
+class Attach(Enum):
+    """How a kind's probe is resolved (bpf/resolve.py) and attached (bpf/attach.py)."""
+
+    PERF_EVENT = "perf_event"
+    """A perf_event_open(2) sampling event (its type and config from the rule)."""
+    TRACEPOINT = "tracepoint"
+    KERNEL_FUNCTION = "kernel function"
+    """A kprobe (the kernel needs CONFIG_KPROBES)."""
+    USER_FUNCTION = "user function"
+    """A uprobe at each function a SYMBOL (or glob) names in TARGET."""
+    USDT = "usdt"
+    """A uprobe at a USDT note's address, its semaphore raised while attached."""
+
+
+class ProgramType(StrEnum):
+    """The BPF program type of a kind's handler, as BCC's attribute names it. A
+    tail call stays within its type: the walkers have a copy per type."""
+
+    PERF_EVENT = "PERF_EVENT"
+    KPROBE = "KPROBE"
+    TRACEPOINT = "TRACEPOINT"
+
+
+class Completion(Enum):
+    """What the probe dialog completes after ``KIND:``."""
+
+    NOTHING = "nothing"
+    EVENT_NAMES = "event names"
+    TRACEPOINTS = "tracepoints"
+    USER_SYMBOLS = "the targets' libraries and functions"
+
+
+PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE = 0, 1  # linux/perf_event.h
+SOFTWARE_CPU_CLOCK = SOFTWARE_EVENTS["cpu-clock"]
+
+Parse = Callable[[ProbeKind, list[str], str], ProbeSpec]
+
+
+@dataclass(frozen=True, slots=True)
+class KindRule:
+    """What one probe kind does, everywhere it differs from the others."""
+
+    parse: Parse
+    attach: Attach
+    program: ProgramType
+    handler: bytes
+    """Its handler in bpftop.bpf.c (a copy per handler slot: ``_1`` counts for slot 1)."""
+    events: str
+    """What one event is called: samples, calls, returns, hits, blocks."""
+    time: str = ""
+    """For a kind whose stacks carry nanoseconds, what they measure (wall,
+    off-cpu); "" for a kind that counts events."""
+    python: bool = True
+    """Whether its stacks get Python frames (the Python walker's copy of its program type)."""
+    completion: Completion = Completion.NOTHING
+    perf_type: int = -1
+    """Attach.PERF_EVENT: perf_event_open's type."""
+    event_names: Mapping[str, int] | None = None
+    """Attach.PERF_EVENT: the event names its specs take, to perf_event_open's
+    config (None: always cpu-clock)."""
+    by_frequency: bool = False
+    """Attach.PERF_EVENT: the spec's number is a rate in Hz, not a period."""
+    tracepoint: str = ""
+    """Attach.TRACEPOINT: the tracepoint it always uses ("": the spec's own)."""
+    at_return: bool = False
+    """Its handler runs when the function returns (kretprobe)."""
+    return_handler: bytes = b""
+    """A second handler at the function's return, the first at its entry
+    (uretprobe: each call's time)."""
+    one_copy: bool = False
+    """Its handler has one copy whose slot is in a map, not one per slot (offcpu)."""
+
+
+KINDS: dict[ProbeKind, KindRule] = {
+    ProbeKind.PROFILE: KindRule(
+        _profile, Attach.PERF_EVENT, ProgramType.PERF_EVENT, b"on_cpu_sample", "samples",
+        perf_type=PERF_TYPE_SOFTWARE, by_frequency=True,
+    ),
+    ProbeKind.SOFTWARE: KindRule(
+        _perf_event, Attach.PERF_EVENT, ProgramType.PERF_EVENT, b"on_cpu_sample", "samples",
+        completion=Completion.EVENT_NAMES, perf_type=PERF_TYPE_SOFTWARE,
+        event_names=SOFTWARE_EVENTS,
+    ),
+    ProbeKind.HARDWARE: KindRule(
+        _perf_event, Attach.PERF_EVENT, ProgramType.PERF_EVENT, b"on_cpu_sample", "samples",
+        completion=Completion.EVENT_NAMES, perf_type=PERF_TYPE_HARDWARE,
+        event_names=HARDWARE_EVENTS,
+    ),
+    ProbeKind.UPROBE: KindRule(
+        _user, Attach.USER_FUNCTION, ProgramType.KPROBE, b"on_probe_hit", "calls",
+        completion=Completion.USER_SYMBOLS,
+    ),
+    ProbeKind.URETPROBE: KindRule(
+        _user, Attach.USER_FUNCTION, ProgramType.KPROBE, b"on_call_entry", "calls",
+        time="wall", python=False, completion=Completion.USER_SYMBOLS,
+        return_handler=b"on_call_return",
+    ),
+    ProbeKind.TRACEPOINT: KindRule(
+        _tracepoint, Attach.TRACEPOINT, ProgramType.TRACEPOINT, b"on_tracepoint", "hits",
+        completion=Completion.TRACEPOINTS,
+    ),
+    ProbeKind.KPROBE: KindRule(
+        _kprobe, Attach.KERNEL_FUNCTION, ProgramType.KPROBE, b"on_kprobe_hit", "calls"
+    ),
+    ProbeKind.KRETPROBE: KindRule(
+        _kprobe, Attach.KERNEL_FUNCTION, ProgramType.KPROBE, b"on_kprobe_hit", "returns",
+        at_return=True,
+    ),
+    ProbeKind.OFFCPU: KindRule(
+        _offcpu, Attach.TRACEPOINT, ProgramType.TRACEPOINT, b"tracepoint__sched__sched_switch",
+        "blocks", time="off-cpu", tracepoint="sched:sched_switch", one_copy=True,
+    ),
+    ProbeKind.USDT: KindRule(
+        _usdt, Attach.USDT, ProgramType.KPROBE, b"on_probe_hit", "hits"
+    ),
+}  # fmt: skip
+"""Every probe kind's rule."""

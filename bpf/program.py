@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bpftop.base.errors import BpfLoadError
 from bpftop.bpf.attach import COMPILED_HANDLERS, Attachment
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.compiler_pages import release_compiler_pages
@@ -28,7 +29,6 @@ from bpftop.bpf.environment import (
     import_bcc,
     kernel_source,
 )
-from bpftop.bpf.errors import BpfLoadError
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
 from bpftop.bpf.map_usage import map_usage
@@ -47,7 +47,7 @@ from bpftop.bpf.program_text import (
 )
 from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
-from bpftop.bpf.resolve import USER_KINDS, Plan, resolve
+from bpftop.bpf.resolve import USER_ATTACH, Plan, resolve
 from bpftop.bpf.retarget import load_slot_copies
 from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import (
@@ -279,7 +279,7 @@ class CpuSampler:
         Raises ProbeSpecError when the new image has no such file or symbol."""
         old = self._attachment
         spec = self.spec
-        if old is None or spec.kind not in USER_KINDS or "/" in spec.target:
+        if old is None or spec.rule.attach not in USER_ATTACH or "/" in spec.target:
             return None
         plan = resolve(spec, self._pids, self.any_process)
         if set(plan.sites) == set(old.plan.sites):
@@ -320,7 +320,7 @@ class CpuSampler:
     def _attach(self, plan: Plan, slot: int) -> Attachment:
         if self._copies is not None:  # the walkers' copies this kind's handlers tail-call
             with contextlib.suppress(Exception):  # refused: its stacks say the walker did not start
-                self._copies.ensure(plan.spec.kind)
+                self._copies.ensure(plan.spec.rule.program, plan.spec.rule.python)
         if plan.spec.kind is ProbeKind.OFFCPU:
             control = self._bpf[b"control"]
             control[ct.c_int(CONTROL_OFFCPU_MIN_US)] = ct.c_uint32(plan.spec.number)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from bpftop.base.errors import BpfLoadError
 from bpftop.bpf.capture import first_useful_line
-from bpftop.bpf.errors import BpfLoadError
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 PROGRAM_FILE = PROGRAM_DIR / "bpftop.bpf.c"

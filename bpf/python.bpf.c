@@ -21,7 +21,7 @@
  * objects, later (at the next drain), when the one sampled may have been
  * freed and its address reused by another. The identity lets it tell: a mix
  * of the code object's co_firstlineno, co_filename and co_qualname pointers
- * and the hash cached in the co_qualname string (symbols/python_code.py
+ * and the hash cached in the co_qualname string (symbols/python/code.py
  * computes the same from what it reads; tests/bpf/test_python_churn.py).
  * At PY_MAX_FRAMES the walk stops (the innermost frames are kept, the root
  * end is cut) and the stack is marked truncated. The frames go into a
@@ -216,7 +216,7 @@ static __always_inline void python_finish(void *ctx, u32 ctx_kind, struct python
 
 /* Which code object is at `code` now: its first line, file name and
  * qualified name pointers, and the qualified name's cached hash, mixed
- * (symbols/python_code.py: code_ident). 0 when they cannot be read. */
+ * (symbols/python/code.py: code_ident). 0 when they cannot be read. */
 static __always_inline u64 python_ident(struct python_state *st, u64 code) {
     struct python_proc *p = &st->proc;
     s64 hash = 0;

@@ -25,24 +25,17 @@ from typing import Any
 
 from bpftop.bpf.batch import HashDrain
 from bpftop.bpf.btf import member_offset
-from bpftop.bpf.probes import ProbeKind
+from bpftop.bpf.probes import ProgramType
 from bpftop.bpf.raw import RawPyFrame
 
 PY_ID_BIT = 1 << 30  # python.bpf.c's PY_ID_BIT: ids of the Python stack store
 MAX_FRAMES = 128  # PY_MAX_FRAMES
 _KPROBE_COPY = (b"python_walk_kp", b"python_progs_kp", "KPROBE")
 _TRACEPOINT_COPY = (b"python_walk_tp", b"python_progs_tp", "TRACEPOINT")
-_COPY_OF = {
-    ProbeKind.UPROBE: _KPROBE_COPY,
-    ProbeKind.USDT: _KPROBE_COPY,
-    ProbeKind.KPROBE: _KPROBE_COPY,
-    ProbeKind.KRETPROBE: _KPROBE_COPY,
-    ProbeKind.TRACEPOINT: _TRACEPOINT_COPY,
-    ProbeKind.OFFCPU: _TRACEPOINT_COPY,
-}
-PROBE_KINDS = frozenset(_COPY_OF)
-"""Probe kinds whose events carry Python frames besides CPU samples (offcpu:
-the frames at the block); uretprobe latency has native frames only."""
+_COPY_OF = {ProgramType.KPROBE: _KPROBE_COPY, ProgramType.TRACEPOINT: _TRACEPOINT_COPY}
+"""The Python walker's copy a program type's handlers tail-call (perf events
+call the walker itself). A probe kind whose stacks get no Python frames
+(``KindRule.python``: uretprobe latency) never asks for one."""
 COUNT_NAMES = ("walked", "truncated", "no_frame", "read_errors", "no_gil")  # PY_COUNT_* order
 _HEAD = struct.Struct("<QII")  # struct pystack: hash, len, truncated
 _FRAME = struct.Struct("<QiIQ")  # struct pyframe: code, instr, entry, ident
@@ -179,14 +172,14 @@ class PythonWalker:
         return PythonCounts(*values)
 
 
-def load_probe_copy(bpf: Any, program_types: Any, kind: ProbeKind) -> bool:
-    """Load the Python walker's copy probe ``kind``'s handlers tail-call (a tail
-    call stays within its program type): ``python_walk_kp`` for uprobes, USDT
-    probes and kprobes, ``python_walk_tp`` for tracepoints and offcpu
+def load_probe_copy(bpf: Any, program_types: Any, program: ProgramType) -> bool:
+    """Load the Python walker's copy that handlers of ``program`` type tail-call
+    (a tail call stays within its program type): ``python_walk_kp`` for
+    uprobes, USDT probes and kprobes, ``python_walk_tp`` for tracepoints and offcpu
     (``program_types``: ``bcc.BPF``, whose attributes name the types): at the
     first such probe, or ahead on a thread (bpf/probe_copies.py). Until one is
     loaded its probes have native frames only. True when loaded now."""
-    return load_copy(bpf, program_types, _COPY_OF.get(kind))
+    return load_copy(bpf, program_types, _COPY_OF.get(program))
 
 
 def load_copy(

@@ -28,13 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bpftop.bpf.environment import import_bcc
-from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, ProbeSpec, ProbeSpecError
+from bpftop.bpf.probes import (
+    PERF_TYPE_HARDWARE,
+    SOFTWARE_CPU_CLOCK,
+    Attach,
+    ProbeSpec,
+    ProbeSpecError,
+)
 from bpftop.bpf.usdt import UsdtReadError, usdt_notes
 
 MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
-PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE = 0, 1
-SOFTWARE_CPU_CLOCK = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,28 +70,27 @@ class UnsupportedProbeError(ProbeSpecError):
 
 def resolve(spec: ProbeSpec, pids: Sequence[int], system_wide: bool = False) -> Plan:
     """What to attach for ``spec`` on these targets; raises ProbeSpecError."""
-    kind = spec.kind
-    if kind is ProbeKind.PROFILE:
-        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_CPU_CLOCK)
-    if kind is ProbeKind.SOFTWARE:
-        return Plan(spec, perf_type=PERF_TYPE_SOFTWARE, perf_config=SOFTWARE_EVENTS[spec.name])
-    if kind is ProbeKind.HARDWARE:
-        _check_hardware(spec)
-        return Plan(spec, perf_type=PERF_TYPE_HARDWARE, perf_config=HARDWARE_EVENTS[spec.name])
-    if kind in (ProbeKind.TRACEPOINT, ProbeKind.OFFCPU):
-        name = "sched:sched_switch" if kind is ProbeKind.OFFCPU else f"{spec.target}:{spec.name}"
+    rule = spec.rule
+    if rule.attach is Attach.PERF_EVENT:
+        names = rule.event_names
+        config = names[spec.name] if names is not None else SOFTWARE_CPU_CLOCK
+        if rule.perf_type == PERF_TYPE_HARDWARE:
+            _check_hardware(spec, config)
+        return Plan(spec, perf_type=rule.perf_type, perf_config=config)
+    if rule.attach is Attach.TRACEPOINT:
+        name = rule.tracepoint or f"{spec.target}:{spec.name}"
         _check_tracepoint(name)
         return Plan(spec, tracepoint=name)
-    if kind in (ProbeKind.KPROBE, ProbeKind.KRETPROBE):
+    if rule.attach is Attach.KERNEL_FUNCTION:
         _check_kprobes()
         return Plan(spec, kernel_function=spec.name)
     targets = _paths(spec.target, pids, system_wide)
-    if kind is ProbeKind.USDT:
+    if rule.attach is Attach.USDT:
         return Plan(spec, sites=_usdt_sites(spec, targets))
     return Plan(spec, sites=_symbol_sites(spec, targets))
 
 
-USER_KINDS = (ProbeKind.UPROBE, ProbeKind.URETPROBE, ProbeKind.USDT)
+USER_ATTACH = (Attach.USER_FUNCTION, Attach.USDT)
 
 
 def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: bool) -> None:
@@ -97,7 +100,7 @@ def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: boo
     TARGET given by name (``uprobe:c:malloc``: found in the targets' own maps)
     is left to ``resolve`` at attach time; paths, tracepoints, kprobes and
     hardware events are checked all the same."""
-    if pids is None and spec.kind in USER_KINDS and "/" not in spec.target:
+    if pids is None and spec.rule.attach in USER_ATTACH and "/" not in spec.target:
         return
     resolve(spec, pids or (), system_wide)
 
@@ -151,11 +154,11 @@ def _near_hint(near: Sequence[str], otherwise: str) -> str:
     return f"did you mean: {', '.join(near)}" if near else otherwise
 
 
-def _check_hardware(spec: ProbeSpec) -> None:
+def _check_hardware(spec: ProbeSpec, config: int) -> None:
     """Open (disabled) and close the hardware event on ourselves: does the PMU exist?"""
     attr = (ctypes.c_uint64 * 16)()
     attr[0] = PERF_TYPE_HARDWARE | (128 << 32)  # type, size
-    attr[1] = HARDWARE_EVENTS[spec.name]  # config
+    attr[1] = config
     attr[6] = 1  # flags: disabled
     libc = ctypes.CDLL(None, use_errno=True)
     fd = int(libc.syscall(298, ctypes.byref(attr), 0, -1, -1, 0))  # perf_event_open (x86_64)
@@ -184,7 +187,8 @@ def mapped_files(pid: int) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _matches_name(path: str, name: str) -> bool:
+def matches_name(path: str, name: str) -> bool:
+    """Whether a TARGET name (``c``, ``libssl``, ``python3.11``) names the file ``path``."""
     base = os.path.basename(path)
     return (
         base == name
@@ -230,7 +234,7 @@ def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[s
         if not any(os.path.exists(seen_by(path, pid)) for path, pid in named):
             raise ProbeSpecError(f"no file {target}", "give an existing path or a library name")
         return tuple((path, -1 if system_wide else pid) for path, pid in named)
-    found = [(p, pid) for pid in pids for p in mapped_files(pid) if _matches_name(p, target)]
+    found = [(p, pid) for pid in pids for p in mapped_files(pid) if matches_name(p, target)]
     if found and not system_wide:
         return tuple(dict.fromkeys((named_by(p, pid), pid) for p, pid in found))
     if found:  # every process: the file by the path bpftop sees
@@ -282,6 +286,21 @@ def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
     return tuple((name.decode(errors="replace"), int(addr)) for name, addr in found)
 
 
+def public_names(symbols: Sequence[tuple[str, int]], prefix: str = "") -> list[str]:
+    """The names starting with ``prefix``, sorted, each once, without internal
+    aliases: of the names at one address, only those with the fewest leading
+    underscores (``malloc``, not ``__libc_malloc`` or ``__GI___libc_malloc``),
+    unless ``prefix`` itself starts with an underscore."""
+    matching = [(n, a) for n, a in symbols if n.startswith(prefix)]
+    if prefix.startswith("_"):
+        return sorted({n for n, _ in matching})
+    fewest: dict[int, int] = {}
+    for name, address in symbols:
+        under = len(name) - len(name.lstrip("_"))
+        fewest[address] = min(under, fewest.get(address, under))
+    return sorted({n for n, a in matching if len(n) - len(n.lstrip("_")) == fewest[a]})
+
+
 ELF_PARSED = "an ELF file BCC could not parse"
 
 
@@ -303,7 +322,7 @@ def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[
             if fnmatch.fnmatchcase(name, spec.name) if spec.is_glob else name == spec.name:
                 sites.setdefault((path, address, pid), UserSite(path, address, name, pid))
         if not any(s.path == path for s in sites.values()):
-            raise _no_symbol(spec, path, [n for n, _ in symbols])
+            raise _no_symbol(spec, path, symbols)
     functions = {(s.path, s.address) for s in sites.values()}
     if len(functions) > MAX_SITES:
         raise ProbeSpecError(
@@ -313,16 +332,15 @@ def _symbol_sites(spec: ProbeSpec, targets: Sequence[tuple[str, int]]) -> tuple[
     return tuple(sites.values())
 
 
-def _no_symbol(spec: ProbeSpec, path: str, names: Sequence[str]) -> ProbeSpecError:
-    if not names:
+def _no_symbol(spec: ProbeSpec, path: str, symbols: Sequence[tuple[str, int]]) -> ProbeSpecError:
+    if not symbols:
         why = _unreadable(path)
         hint = "is it stripped? give another binary" if why == ELF_PARSED else why
         return ProbeSpecError(f"{path} has no function symbols", hint)
     pattern = spec.name.strip("*?[]")
-    near = difflib.get_close_matches(spec.name, names, n=5, cutoff=0.7)
-    near += sorted(n for n in set(names) if pattern and pattern in n and n not in near)[
-        : 5 - len(near)
-    ]
+    offered = public_names(symbols, "_" if spec.name.startswith("_") else "")
+    near = difflib.get_close_matches(spec.name, offered, n=5, cutoff=0.7)
+    near += [n for n in offered if pattern and pattern in n and n not in near][: 5 - len(near)]
     return ProbeSpecError(
         f"no function '{spec.name}' in {path}", _near_hint(near, "check the name with nm -D")
     )

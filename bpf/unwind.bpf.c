@@ -31,7 +31,7 @@
  * Code without a table (no mapping entry yet, a GAP row) falls back to the
  * frame pointer in "auto" mode and ends the stack in "dwarf" mode. Callers are
  * looked up at pc - 1 (a return address may lie past its caller's FDE).
- * The row kinds mirror symbols/unwind_table.py's RowKind.
+ * The row kinds mirror symbols/unwind/table.py's RowKind.
  */
 
 #define UNWIND_MODE_FP 0

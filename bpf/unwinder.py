@@ -2,7 +2,7 @@
 
 Owns :class:`Unwinder` (loads the walker, fills its maps, drains its stack
 store) and the values it takes: :class:`CodeMapping` and :class:`TableSlot`.
-Tables come in as packed rows (``symbols/unwind_table.py`` makes them; bpf/
+Tables come in as packed rows (``symbols/unwind/table.py`` makes them; bpf/
 imports nothing from symbols/: the row layout is the contract, 16 bytes, see
 ``struct unwind_row``). A file's rows are written once into the shared rows
 array and used by every process that maps it. A process is described by its

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 shadow=.typecheck/bpftop
 rm -rf .typecheck
 mkdir -p "$shadow"
-for pkg in tui bpf symbols; do cp -r "$pkg" "$shadow/$pkg"; done
+for pkg in tui bpf symbols base; do cp -r "$pkg" "$shadow/$pkg"; done
 touch "$shadow/__init__.py"
 export MYPYPATH=.typecheck
 .venv/bin/mypy -p bpftop

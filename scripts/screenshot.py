@@ -2,9 +2,12 @@
 
 ``screenshots/bpftop.svg`` is the call tree; ``screenshots/bpftop-NAME.svg``
 shows each screen with its keys pressed, the same screens and keys the SVG
-snapshot tests use. Most show the real recording of the demo workload
-(``scripts/record_demo.sh`` makes it) as ``bpftop view`` and ``bpftop diff``
-open it; Diagnostics, Threads and file:line show the synthetic demo fixture.
+snapshot tests use. The call tree, Python, Diagnostics, Threads and
+file:line replay real live sessions (``scripts/record_session.py`` records
+them: ``screenshots/live-*.json``); the others show the real recording of the
+demo workload (``scripts/record_demo.sh``) as ``bpftop view`` and ``bpftop
+diff`` open it. Notifications are cleared before a screen is saved: a toast
+would hide part of the view it is a picture of.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ async def render(target: Path, screen: Screen) -> None:
     async with app.run_test(size=SCREEN_SIZE) as pilot:
         await pilot.pause()
         await pilot.press(*screen.keys)
+        await pilot.pause()
+        app.clear_notifications()
         await pilot.pause()
         app.save_screenshot(filename=target.name, path=str(target.parent))
 

@@ -64,7 +64,7 @@ fi
 # leaves it to the first launch, or to none where PYTHONDONTWRITEBYTECODE is
 # set; compiling the sources at each launch costs its start-up ~0.14 CPU-s
 # (bench/bytecode.py). Only missing or stale files are compiled.
-.venv/bin/python -m compileall -q -j0 bpf symbols tui >/dev/null
+.venv/bin/python -m compileall -q -j0 base bpf symbols tui >/dev/null
 
 # Make sure BCC imports from the venv; say why not in one line if it does not.
 if ! .venv/bin/python -c 'import bcc' 2>/dev/null; then

@@ -1,16 +1,18 @@
-"""Turning addresses into frames: /proc/PID/maps normalization, ELF symbol
-tables (pyelftools), separate debug files, DWARF lines and inline chains, JIT
-perf maps, /proc/kallsyms, and unwind tables from .eh_frame / .debug_frame
-(decoded here, without pyelftools).
+"""Turning addresses into frames, in rooms like blazesym's sources.
 
-Modules: ``symbolizer`` (the front door), ``process`` (one process), ``maps``,
-``elf`` (symbol index of one file), ``elf_cache`` (in-memory, by file
-identity), ``disk_cache`` (on disk, by build-id), ``debuginfo`` (finding debug
-files), ``dwarf`` (lazy lines and inlines), ``perfmap`` (JIT), ``demangle``,
-``hints`` (what to do about an unresolved frame), ``kallsyms``, ``frame``;
-``unwind_table`` (one file's rows) from ``eh_frame`` (CIEs and FDEs),
-``cfa_program`` (their instructions), ``cfa_rules`` (the walker's rule forms)
-and ``elf_sections`` (section bytes), ``unwind_cache`` (on disk).
+At the top: ``symbolizer`` (the front door: addresses in, frames out),
+``process`` (one process's user-space addresses), ``maps`` (/proc/PID/maps),
+``kallsyms`` (the kernel), ``perfmap`` (JIT code), ``frame`` (the value every
+address becomes), ``addresses`` (the kinds of address, kept apart by type)
+and ``hints`` (what to do about an unresolved frame). The rooms:
+
+- ``elf/``: symbol indexes of ELF files, their caches, sections, PLT stubs,
+  debug files, and the executable mappings' load bias;
+- ``dwarf/``: source lines and inlined functions;
+- ``unwind/``: ``.eh_frame``/``.debug_frame`` decoded into the BPF walker's
+  tables, and the user-space walk of a copied stack;
+- ``python/``: CPython's interpreter found and read from outside;
+- ``names/``: demangling and short names.
 
 Nothing here imports ``bpftop.bpf`` or Textual. An address that cannot be
 resolved becomes a :class:`~bpftop.symbols.frame.Frame` with a reason, never an

@@ -1,10 +1,21 @@
-"""The value every resolved (or unresolvable) address becomes."""
+"""The value every resolved (or unresolvable) address becomes, and the kinds of address.
+
+An :data:`Address` is an absolute address in a process (or the kernel), a
+:data:`FileOffset` is an offset into a mapped file, and an :data:`ElfVaddr` is
+a virtual address as the ELF file itself numbers it (what ``nm`` prints):
+symbolization juggles all three, kept apart by type.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NewType
+
+Address = NewType("Address", int)
+FileOffset = NewType("FileOffset", int)
+ElfVaddr = NewType("ElfVaddr", int)
 
 
 class Unresolved(StrEnum):

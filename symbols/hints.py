@@ -9,7 +9,7 @@ for callers that must not wait for that lookup. It runs short commands that
 take seconds on a busy machine (``dpkg -S`` and ``apt-cache policy`` for
 python3.11: ~1.2 CPU-s), so it is computed once per file, never per sample,
 for a live view on a helper thread, and the answers are kept on disk
-(``debug-packages.json`` in the symbol cache folder, symbols/disk_cache.py)
+(``debug-packages.json`` in the symbol cache folder, symbols/elf/disk_cache.py)
 for as long as dpkg's and apt's databases are unchanged (their mtimes).
 Nothing here raises.
 """
@@ -25,7 +25,7 @@ import tempfile
 import threading
 from functools import lru_cache
 
-from bpftop.symbols.disk_cache import default_cache_dir
+from bpftop.symbols.elf.disk_cache import default_cache_dir
 from bpftop.symbols.frame import Frame, Unresolved
 
 COMMAND_TIMEOUT_S = 5.0

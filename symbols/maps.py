@@ -2,7 +2,7 @@
 
 Owns :class:`MapEntry` (one line of the maps file), :class:`ProcessMaps`
 (a sorted, bisectable set of them) and the first step from an address to a
-symbol: ``file_offset = addr - start + offset`` (:mod:`bpftop.symbols.elf`
+symbol: ``file_offset = addr - start + offset`` (:mod:`bpftop.symbols.elf.index`
 takes the file offset on to an ELF virtual address).
 """
 
@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bpftop.symbols.addresses import Address, FileOffset
+from bpftop.symbols.frame import Address, FileOffset
 
 DELETED_SUFFIX = " (deleted)"
 

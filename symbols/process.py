@@ -16,14 +16,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from bpftop.symbols.addresses import Address, ElfVaddr, FileOffset
-from bpftop.symbols.debuginfo import inside_root
-from bpftop.symbols.demangle import display_and_mangled
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.elf import ElfError, ElfIndex
-from bpftop.symbols.elf_cache import ElfCache, FileId
-from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.elf.debuginfo import inside_root
+from bpftop.symbols.elf.index import ElfError, ElfIndex
+from bpftop.symbols.file_cache import ElfCache, FileId
+from bpftop.symbols.frame import Address, ElfVaddr, FileOffset, Frame, Unresolved
 from bpftop.symbols.maps import MapEntry, ProcessMaps
+from bpftop.symbols.names.demangle import display_and_mangled
 from bpftop.symbols.perfmap import PerfMap, perf_map_path, read_nspid
 
 PROC_ROOT = "/proc"

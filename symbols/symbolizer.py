@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from bpftop.symbols import kallsyms
-from bpftop.symbols.disk_cache import DiskCache, default_cache_dir
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.disk_cache import DiskCache, default_cache_dir
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Frame
 from bpftop.symbols.kallsyms import KALLSYMS_PATH, KernelSymbols
 from bpftop.symbols.process import (

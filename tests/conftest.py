@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf import crash_log
+from bpftop.base import crash_log
 from bpftop.tui.collect.collector import COLLECTOR_THREAD
 
 ROOT = Path(__file__).resolve().parent.parent

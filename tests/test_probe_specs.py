@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from bpftop.bpf.errors import UsageError
-from bpftop.bpf.probes import ProbeKind, ProbeSpec, ProbeSpecError, parse_spec
+from bpftop.base.errors import UsageError
+from bpftop.bpf.probes import (
+    KINDS,
+    Attach,
+    ProbeKind,
+    ProbeSpec,
+    ProbeSpecError,
+    ProgramType,
+    parse_spec,
+)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +99,23 @@ def test_bad_specs_say_what_is_wrong(text: str, message: str) -> None:
         parse_spec(text)
     assert isinstance(err.value, UsageError) and err.value.exit_code == 2
     assert err.value.hint and "\n" not in str(err.value)
+
+
+def test_every_kind_has_one_rule_that_holds_together() -> None:
+    """One descriptor per kind (bpf/probes.py's KINDS): each handler it names is
+    a function of the BPF program, the two time probes are the only weighted
+    kinds, and perf-event kinds carry their perf_event_open type."""
+    program = (Path(__file__).resolve().parents[1] / "bpf" / "bpftop.bpf.c").read_text()
+    assert set(KINDS) == set(ProbeKind)
+    for kind, rule in KINDS.items():
+        if rule.one_copy:  # BCC's name for TRACEPOINT_PROBE(category, name)
+            category, name = rule.tracepoint.split(":")
+            assert rule.handler.decode() == f"tracepoint__{category}__{name}"
+            assert f"TRACEPOINT_PROBE({category}, {name})" in program
+            continue
+        for handler in filter(None, (rule.handler, rule.return_handler)):
+            assert f"int {handler.decode()}(" in program, (kind, handler)
+        perf = rule.attach is Attach.PERF_EVENT
+        assert perf == (rule.program is ProgramType.PERF_EVENT) == (rule.perf_type >= 0), kind
+    weighted = {kind for kind in ProbeKind if ProbeSpec(kind).weighted}
+    assert weighted == {ProbeKind.URETPROBE, ProbeKind.OFFCPU}

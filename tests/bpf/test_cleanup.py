@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick

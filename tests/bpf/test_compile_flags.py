@@ -32,8 +32,8 @@ def test_the_program_is_loaded_without_btf() -> None:
     with CpuSampler(99, unwind="auto") as sampler:
         sampler.load()
         assert sampler._copies is not None
-        for kind in AHEAD:  # the walkers' copies too
-            sampler._copies.ensure(kind)
+        for program in AHEAD:  # the walkers' copies too
+            sampler._copies.ensure(program)
         funcs = dict(sampler._bpf.funcs)
         btf = {name: _btf_of(fn.fd) for name, fn in funcs.items()}
     assert {b"on_cpu_sample", b"unwind_walk", b"python_walk", b"python_walk_kp"} <= funcs.keys()

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.symbols.disk_cache import read_build_id
+from bpftop.symbols.elf.disk_cache import read_build_id
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.profile_io import read_saved, write_saved
 from bpftop.tui.formats.saved import ProfileMeta, SavedProfile, from_tree, to_profile

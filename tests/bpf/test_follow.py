@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.tui.cli.args import build_parsers, settle
+from bpftop.tui.cli.args import parse_options
 from bpftop.tui.cli.session import check
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.model.snapshot import Snapshot
@@ -144,18 +144,17 @@ def test_all_processes_name_every_thread_and_sum_up_the_system(workloads: Path) 
 def test_a_stopped_target_is_pointed_out(capsys) -> None:
     """bpftop -p on a stopped process (e.g. left held by an older bpftop that
     was killed) says so before it starts, with the way out."""
-    live, _ = build_parsers()
     target = subprocess.Popen(["sleep", "60"])
     try:
         os.kill(target.pid, signal.SIGSTOP)
         deadline = time.monotonic() + 5
         while _state(target.pid) != "T" and time.monotonic() < deadline:
             time.sleep(0.01)
-        check(settle(live.parse_args(["-p", str(target.pid)])))
+        check(parse_options(["-p", str(target.pid)], recording=False))
         said = capsys.readouterr().err
         assert f"process {target.pid} is stopped" in said and f"kill -CONT {target.pid}" in said
         os.kill(target.pid, signal.SIGCONT)
-        check(settle(live.parse_args(["-p", str(target.pid)])))
+        check(parse_options(["-p", str(target.pid)], recording=False))
         assert "stopped" not in capsys.readouterr().err
     finally:
         target.kill()

@@ -20,7 +20,7 @@ from bpftop.bpf import probe_copies
 from bpftop.bpf.environment import import_bcc
 from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import PROBE_WALKERS
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import ProgramType, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.early import BPF_WALKER, BPF_WALKER_NOT_STARTED, bpf_qualities
@@ -109,7 +109,7 @@ def test_close_while_the_copies_are_verified_stops_their_thread(sampler: CpuSamp
     copies = _verify_ahead(sampler)
     sampler.close()
     assert not _verifying(copies) and not sampler.loaded
-    copies.ensure(ProbeKind.OFFCPU)  # stopped: nothing is loaded into the freed program
+    copies.ensure(ProgramType.TRACEPOINT)  # stopped: nothing is loaded into the freed program
 
 
 def test_a_collector_sampling_cpu_verifies_them_ahead(workloads: Path) -> None:

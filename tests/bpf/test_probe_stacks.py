@@ -17,7 +17,7 @@ import pytest
 
 from bpftop.bpf.environment import import_bcc
 from bpftop.bpf.probe_stacks import PROBE_WALKERS, load_probe_walker
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import ProgramType, parse_spec
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import MODES
@@ -192,7 +192,7 @@ def test_a_walker_that_cannot_run_leaves_counts_exact(sampler: CpuSampler, workl
     """With the kprobe-type walker's array emptied (its tail call fails, as for
     a context it cannot walk), every hit is still counted once, by
     bpf_get_stackid, and the drain says no stack was walked."""
-    load_probe_walker(sampler._bpf, import_bcc().BPF, ProbeKind.UPROBE)  # type: ignore[attr-defined]
+    load_probe_walker(sampler._bpf, import_bcc().BPF, ProgramType.KPROBE)  # type: ignore[attr-defined]
     array = sampler._bpf[b"unwind_progs_kp"]
     walker = sampler._bpf.funcs[b"unwind_walk_kp"]
     del array[ct.c_int(0)]

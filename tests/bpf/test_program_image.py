@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import bpftop.bpf.program as program
-from bpftop.bpf.errors import BpfLoadError
+from bpftop.base.errors import BpfLoadError
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.program_image import DIR_ENV, ImageCache, ProgramImage
 

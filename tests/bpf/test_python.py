@@ -21,7 +21,7 @@ import pytest
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.python_walk import MAX_FRAMES
 from bpftop.bpf.raw import RawSample
-from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python
+from bpftop.symbols.python.runtime import PythonRefused, PythonRuntime, find_python
 from bpftop.tui.collect.python_procs import walker_process
 from tests.pythons import ALL, PY311, PY313, PYENV312, PYENV313, Interpreter
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.program import CpuSampler
-from bpftop.symbols.python_code import is_python_frame
+from bpftop.symbols.python.code import is_python_frame
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.formats.profile_io import read_saved
 from bpftop.tui.model.snapshot import Snapshot

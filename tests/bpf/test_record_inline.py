@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from bpftop.tui.formats.profile_io import load_tree
-from bpftop.tui.model.views import hot_by_symbol, hot_from_tree
+from bpftop.tui.model.derived import hot_by_symbol, hot_from_tree
 from tests.bpf.test_record import record
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.addresses import FileOffset
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.fde_index import FdeIndex
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.frame import FileOffset
+from bpftop.symbols.unwind.fde_index import FdeIndex
 from tests.bpf.test_record import parse_folded
 from tests.bpf.test_targets import record
 

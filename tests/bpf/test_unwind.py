@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.unwinder import Unwinder
-from bpftop.symbols.code_ranges import code_ranges
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.elf.code_ranges import code_ranges
+from bpftop.symbols.unwind.cache import UnwindCache
 from bpftop.tui.collect.unwind_feed import UnwindFeed
 from tests.bpf.test_record import parse_folded, record
 from tests.conftest import BPFTOP

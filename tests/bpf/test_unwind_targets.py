@@ -15,9 +15,9 @@ import pytest
 
 from bpftop.bpf.program import CpuSampler
 from bpftop.bpf.raw import RawSample, RawTick
-from bpftop.symbols.code_ranges import code_ranges
-from bpftop.symbols.disk_cache import CACHE_DIR_ENV
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.elf.code_ranges import code_ranges
+from bpftop.symbols.elf.disk_cache import CACHE_DIR_ENV
+from bpftop.symbols.unwind.cache import UnwindCache
 from bpftop.tui.collect.early import EarlyFeed
 from bpftop.tui.collect.unwind_feed import OVER_LIMIT, UnwindFeed, prefetch_unwind_tables
 from tests.bpf.test_record import parse_folded

@@ -8,17 +8,19 @@ code that lets the value through."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.tui.cli import args as cli_args
 from bpftop.tui.cli import record
 from bpftop.tui.cli.main import main
 from bpftop.tui.cli.pid_checks import is_kernel_thread, refuse_kernel_threads
+from bpftop.tui.collect.options import DEFAULT_HZ, Recording
 
 
 @pytest.fixture(scope="module")
@@ -108,11 +110,10 @@ def test_frequency_and_a_profile_probe_must_agree(
     line = one_line(capsys, 2, ["-p", pid, "-F", "99", "--probe", "profile:hz:199"], "-F 99")
     assert "two sampling rates" in line
     one_line(capsys, 3, ["-p", pid, "-F", "199", "--probe", "profile:hz:199"], "no process")
-    live, _ = cli_args.build_parsers()
-    settled = cli_args.settle(live.parse_args(["-p", pid, "--probe", "profile:hz:499"]))
+    settled = cli_args.parse_options(["-p", pid, "--probe", "profile:hz:499"], recording=False)
     assert settled.frequency == 499, "the probe's rate is the one recorded"
-    assert cli_args.settle(live.parse_args(["-p", pid])).frequency == cli_args.DEFAULT_HZ
-    other = cli_args.settle(live.parse_args(["-p", pid, "-F", "7", "--probe", "offcpu"]))
+    assert cli_args.parse_options(["-p", pid], recording=False).frequency == DEFAULT_HZ
+    other = cli_args.parse_options(["-p", pid, "-F", "7", "--probe", "offcpu"], recording=False)
     assert other.frequency == 7
 
 
@@ -144,10 +145,26 @@ def test_record_refuses_a_kernel_thread(
 
 def test_gil_implies_no_early_samples() -> None:
     """perf_event samples cannot tell which thread holds the GIL: --gil waits for BPF."""
-    live, recorder = cli_args.build_parsers()
-    for parser, more in ((live, []), (recorder, ["-o", "out.folded"])):
-        assert cli_args.settle(parser.parse_args(["-p", "1", "--gil", *more])).no_early
-        assert not cli_args.settle(parser.parse_args(["-p", "1", *more])).no_early
+    for recording, more in ((False, []), (True, ["-o", "out.folded"])):
+        gil = cli_args.parse_options(["-p", "1", "--gil", *more], recording=recording)
+        assert gil.gil and not gil.early
+        assert cli_args.parse_options(["-p", "1", *more], recording=recording).early
+
+
+def test_options_are_typed_and_settled_once() -> None:
+    """One frozen value from the command line: the command without its "--",
+    record's own options apart, nothing left for later code to fill in."""
+    options = cli_args.parse_options(
+        ["-d", "2.5", "-o", "x.svg", "--names", "short", "--no-python", "--", "ls", "-l"],
+        recording=True,
+    )
+    assert options.command == ("ls", "-l") and options.short_names
+    assert not options.python_frames and options.early
+    assert options.recording == Recording(Path("x.svg"), None, 2.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.frequency = 7  # type: ignore[misc]
+    live = cli_args.parse_options(["-p", "1", "-i", "0.5", "--hot-min", "3"], recording=False)
+    assert live.recording is None and (live.interval_s, live.hot_min_pct) == (0.5, 3.0)
 
 
 def test_a_repeated_probe_is_an_error(capsys: pytest.CaptureFixture[str], gone_pid: int) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf import crash_log
-from bpftop.bpf.errors import BpftopError
+from bpftop.base import crash_log
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.probes import ProbeKind, ProbeSpec
 from bpftop.bpf.raw import RawTick
 from bpftop.tui.cli import live as cli_live
@@ -33,7 +33,7 @@ def log_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_an_internal_error_names_its_log_and_the_log_has_the_traceback(
     log_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def buggy(args: object) -> int:
+    def buggy(options: object, early: object) -> int:
         raise ZeroDivisionError("injected")
 
     monkeypatch.setattr(cli_live, "run_live", buggy)  # main imports it when it runs
@@ -62,7 +62,7 @@ def test_the_cli_line_stays_one_line_when_the_log_cannot_be_written(
     env = {**os.environ, "XDG_CACHE_HOME": "/proc/no-such-dir"}
     code = (
         "import bpftop.tui.cli.main as m, bpftop.tui.cli.live as v; "
-        "v.run_live = lambda a: 1 / 0; "
+        "v.run_live = lambda options, early: 1 / 0; "
         "raise SystemExit(m.main(['-p', '1']))"
     )
     result = subprocess.run(
@@ -131,7 +131,7 @@ def test_an_unreadable_file_is_not_called_stripped() -> None:
 
 
 def test_probe_completion_survives_an_unreadable_file() -> None:
-    def unreadable(path: str) -> list[tuple[str, int]]:
+    def unreadable(path: str, pid: int) -> list[tuple[str, int]]:
         raise BpftopError(f"cannot read the symbols of {path}")
 
     completer = ProbeCompleter(pids=[1], files=lambda pid: ["/x/lib"], symbols=unreadable)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.tui.cli import files
 from bpftop.tui.cli.files import save_recording
 from bpftop.tui.cli.output_path import check_writable

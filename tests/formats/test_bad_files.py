@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpftop.tui.formats import profile_io
-from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.pprof import parse_pprof
 from bpftop.tui.formats.profile_io import read_saved, write_saved
+from bpftop.tui.formats.registry import ProfileFileError
 from bpftop.tui.formats.saved import from_tree
 from tests.formats.test_saved import META, sample_profile
 

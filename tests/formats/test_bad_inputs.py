@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bpftop.tui.formats import profile_io
-from bpftop.tui.formats.kinds import ProfileFileError
 from bpftop.tui.formats.profile_io import load_tree, read_saved, write_saved
+from bpftop.tui.formats.registry import ProfileFileError
 from bpftop.tui.formats.saved import NANOSECONDS, from_tree
 from tests.conftest import BPFTOP
 from tests.formats.test_saved import META, sample_profile

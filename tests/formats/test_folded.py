@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.symbols.frame import Frame
 from bpftop.tui.formats.folded_tree import folded_tree, parse_folded, parse_lines
 from bpftop.tui.formats.profile_io import write_folded

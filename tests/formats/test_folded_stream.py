@@ -13,18 +13,17 @@ from typing import IO
 import pytest
 
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_code import python_label
-from bpftop.tui.cli import files
+from bpftop.symbols.python.code import python_label
 from bpftop.tui.cli.files import save_recording
-from bpftop.tui.formats import saved
+from bpftop.tui.formats import profile_io, saved
 from bpftop.tui.formats.folded import frame_label
 from bpftop.tui.formats.folded_tree import folded_tree, parse_lines
 from bpftop.tui.formats.profile_io import saved_writer, tree_folded_writer, write_folded
 from bpftop.tui.formats.saved import ProfileMeta, from_tree, snapshot_meta
+from bpftop.tui.model.derived import keep_frames
 from bpftop.tui.model.idle import drop_idle
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, CollectionStats, Phase, Snapshot
-from bpftop.tui.model.views import keep_frames
 from tests.formats.folded_oracle import folded_lines
 
 APP = "/bin/app"
@@ -144,6 +143,6 @@ def test_record_writes_folded_from_the_tree_without_a_saved_profile(
     def refused(*_: object) -> None:
         raise AssertionError("folded output made the whole SavedProfile")
 
-    monkeypatch.setattr(files, "from_tree", refused)
+    monkeypatch.setattr(profile_io, "from_tree", refused)
     save_recording(snap, meta, tmp_path / "r.folded", None)
     assert (tmp_path / "r.folded").read_bytes() == expected

@@ -18,10 +18,10 @@ from typing import IO
 
 import pytest
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.tui.formats.atomic import write_new_file, write_output
-from bpftop.tui.formats.kinds import FORMATS
 from bpftop.tui.formats.profile_io import saved_writer, write_folded, write_saved
+from bpftop.tui.formats.registry import NAMES as FORMATS
 from bpftop.tui.formats.saved import SavedProfile, from_tree
 from tests.formats.folded_oracle import folded_lines
 from tests.formats.test_saved import META, sample_profile
@@ -288,7 +288,7 @@ def test_a_full_standard_output_is_an_error(tmp_path: Path) -> None:
     """Through a child process: its fd 1 is /dev/full."""
     code = (
         "import sys\n"
-        "from bpftop.bpf.errors import OutputError\n"
+        "from bpftop.base.errors import OutputError\n"
         "from bpftop.tui.formats.atomic import write_output\n"
         "try:\n"
         "    write_output('-', lambda out: out.write(b'stacks 1\\n'))\n"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 from bpftop.symbols.frame import Frame
-from bpftop.tui.formats.kinds import format_for
 from bpftop.tui.formats.pprof import parse_pprof, to_pprof
 from bpftop.tui.formats.profile_io import read_saved, write_saved
+from bpftop.tui.formats.registry import format_for
 from bpftop.tui.formats.saved import ProfileMeta, from_tree, to_profile
 from bpftop.tui.formats.saved_folded import diff_lines, from_folded
 from bpftop.tui.formats.speedscope import to_speedscope
@@ -65,7 +65,7 @@ def test_every_format_round_trips_stacks_and_counts(fmt: str, tmp_path: Path) ->
     profile = sample_profile()
     saved = from_tree(profile.tree(), META)
     path = tmp_path / FORMATS[fmt]
-    assert format_for(path) == fmt
+    assert format_for(path).name == fmt
     write_saved(saved, path, fmt)
     back = read_saved(path)
     assert back.skipped == 0

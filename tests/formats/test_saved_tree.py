@@ -19,10 +19,10 @@ from bpftop.tui.formats.saved import (
 )
 from bpftop.tui.formats.saved_folded import from_folded
 from bpftop.tui.formats.saved_tree import build_tree
-from bpftop.tui.model.callers import callers_tree
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import hot_from_tree
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import ROOT, LiveNode
-from bpftop.tui.model.views import hot_from_tree
 from tests.formats.test_saved import META, sample_profile
 from tests.model import oracle_views
 

@@ -1,7 +1,7 @@
 """The derived views walked node by node: the oracle the array versions are tested against.
 
 Production computes each derived view once, on a tree's arrays
-(``tui.model.views``, ``tui.model.callers``). These walks say the same
+(``tui.model.derived``, ``tui.model.callers_tree``). These walks say the same
 things the plain way, one node at a time, over any ``CallNode`` tree; the
 tests compare the two on random profiles. Nothing in ``tui/`` imports this.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from bpftop.tui.model.derived import Match, NodePath
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import Match, NodePath
 
 
 def filter_tree(node: CallNode, match: Match) -> CallNode | None:
@@ -68,7 +68,8 @@ def callers_tree(tree: CallNode, key: NodeKey) -> CallNode:
     """Bottom-up view of one function: root -> the function -> its callers -> theirs.
 
     Each caller path is weighted by the samples the function spent under it
-    (outermost occurrence only, so recursion is not counted twice).
+    (outermost occurrence only, so recursion is not counted twice); each
+    node's self count is the samples on its paths with the function as leaf.
     """
     inverted: dict[NodeKey, _Inv] = {}
     seen: list[tuple[CallNode, int]] = []  # (node, index of its parent in seen)
@@ -76,15 +77,28 @@ def callers_tree(tree: CallNode, key: NodeKey) -> CallNode:
     while stack:
         node, parent = stack.pop()
         if node.key == key:
-            _add_inverted(inverted, _ancestors(seen, parent), node.total_count)
+            leaf = _own_samples(node, key)
+            _add_inverted(inverted, _ancestors(seen, parent), node.total_count, leaf)
             continue
         seen.append((node, parent))
         here = len(seen) - 1
         stack.extend([(child, here) for child in reversed(node.children)])
     callers = _freeze_inv(inverted)
     total = sum(c.total_count for c in callers)
-    fn = CallNode(*key, 0, total, callers)
+    fn = CallNode(*key, sum(c.self_count for c in callers), total, callers)
     return CallNode("callers", total_count=total, children=(fn,) if total else ())
+
+
+def _own_samples(node: CallNode, key: NodeKey) -> int:
+    """The self samples of ``node`` and of every node of ``key`` below it."""
+    own = node.self_count
+    for child in node.children:
+        own += _own_samples(child, key) if child.key == key else _own_below(child, key)
+    return own
+
+
+def _own_below(node: CallNode, key: NodeKey) -> int:
+    return sum(_own_samples(c, key) if c.key == key else _own_below(c, key) for c in node.children)
 
 
 def _ancestors(seen: list[tuple[CallNode, int]], index: int) -> Iterator[CallNode]:
@@ -106,16 +120,16 @@ class _Inv:
         self.children: dict[NodeKey, _Inv] = {}
 
 
-def _add_inverted(level: dict[NodeKey, _Inv], callers: Iterator[CallNode], count: int) -> None:
-    inv: _Inv | None = None
+def _add_inverted(
+    level: dict[NodeKey, _Inv], callers: Iterator[CallNode], count: int, leaf: int
+) -> None:
     for caller in callers:
         inv = level.get(caller.key)
         if inv is None:
             inv = level[caller.key] = _Inv(caller)
         inv.total_count += count
+        inv.self_count += leaf
         level = inv.children
-    if inv is not None:
-        inv.self_count += count
 
 
 def _freeze_inv(level: dict[NodeKey, _Inv]) -> tuple[CallNode, ...]:

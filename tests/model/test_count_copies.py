@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.array_tree import array_tree
 from bpftop.tui.model.count_copies import KEPT, CountCopies
-from bpftop.tui.model.path_tree import array_tree
 from bpftop.tui.model.profile import Profile
 
 

@@ -8,13 +8,8 @@ import itertools
 import pytest
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.callers import callers_tree
-from bpftop.tui.model.flame import flame_rows
-from bpftop.tui.model.idle import drop_idle
-from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import hot_chain, next_match
-from bpftop.tui.model.views import (
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import (
     filter_tree,
     hot_by_symbol,
     hot_from_tree,
@@ -22,6 +17,11 @@ from bpftop.tui.model.views import (
     keep_frames,
     rename_frames,
 )
+from bpftop.tui.model.flame_layout import flame_rows
+from bpftop.tui.model.idle import drop_idle
+from bpftop.tui.model.node_paths import hot_chain, next_match
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.viewstate import FRAME_FILTERS, derive_view
 
 

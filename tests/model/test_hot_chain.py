@@ -4,9 +4,9 @@ share of the parent)."""
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.node_paths import hot_chain
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import hot_chain
 
 
 def tree(stacks: list[tuple[list[str], int]]) -> CallNode:

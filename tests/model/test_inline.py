@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.derived import has_inlined, hot_by_symbol, hot_from_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.views import has_inlined, hot_by_symbol, hot_from_tree
 from bpftop.tui.model.viewstate import ViewState, derive_view
 
 M = "/bin/split_inline"

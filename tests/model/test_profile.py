@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bpftop.symbols.frame import Frame
-from bpftop.tui.model.path_tree import array_tree
+from bpftop.tui.model.array_tree import array_tree
 from bpftop.tui.model.profile import MAX_PENDING, MAX_UNPLACED, Profile
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from tests.formats.folded_oracle import folded_lines

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.derived import rename_frames
+from bpftop.tui.model.node_paths import by_function, node_at, regrouped_path
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import by_function, node_at, regrouped_path
-from bpftop.tui.model.views import rename_frames
 
 PY = "/w/app.py"
 

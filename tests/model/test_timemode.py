@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
+from bpftop.tui.model.derived import hot_from_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeMode, TimeSetting
-from bpftop.tui.model.views import hot_from_tree
 
 
 def u(name: str) -> Frame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.tui.collect.stacks import relabel
-from bpftop.tui.model.flame import frame_kind, is_unnamed
+from bpftop.tui.model.flame_layout import frame_kind, is_unnamed
 from bpftop.tui.model.profile import Profile
 
 M = "/usr/bin/app"

@@ -9,12 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.tui.model.callers import callers_tree
-from bpftop.tui.model.flame import flame_rows, frame_kind, span_at
-from bpftop.tui.model.profile import Profile
-from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import chain_to, compile_search, next_match, node_at
-from bpftop.tui.model.views import (
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import (
     Match,
     filter_tree,
     hot_from_tree,
@@ -23,6 +19,10 @@ from bpftop.tui.model.views import (
     sort_hot,
     trend,
 )
+from bpftop.tui.model.flame_layout import flame_rows, frame_kind, span_at
+from bpftop.tui.model.node_paths import chain_to, compile_search, next_match, node_at
+from bpftop.tui.model.profile import Profile
+from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.viewstate import ViewState
 from tests.formats.folded_oracle import folded_lines
 from tests.model import oracle_views as oracle
@@ -93,6 +93,40 @@ def test_callers_tree_weights_each_path() -> None:
     assert labels(rec) == ["rec"] and labels(rec.children[0]) == ["main"]
     main = rec.children[0].children[0]
     assert labels(main) == ["app"] and main.children[0].self_count == 2
+
+
+def test_callers_self_is_the_functions_leaf_samples_on_each_path() -> None:
+    p = profile()
+    p.add("app", [u("main"), u("b"), u("leaf"), u("deeper")], 4)  # leaf not the leaf: no self
+    callers = callers_tree(p.tree(), key("leaf"))
+    (fn,) = callers.children
+    assert (fn.self_count, fn.total_count) == (10, 14)
+    rows = {c.label: (c.self_count, c.total_count) for c in fn.children}
+    assert rows == {"a": (5, 5), "b": (3, 7), "rec": (2, 2)}
+    b = fn.children[0]
+    assert b.label == "b" and b.has_children  # self 3 of 7: the count says nothing of paths
+    (main,) = b.children
+    assert (main.label, main.self_count, main.total_count) == ("main", 3, 7)
+    (process,) = main.children
+    assert (process.label, process.self_count) == ("app", 3) and not process.has_children
+
+
+def test_callers_self_counts_recursive_leaves_under_the_outermost_call() -> None:
+    p = Profile()
+    p.add("app", [u("main"), u("rec"), u("rec")], 4)
+    p.add("app", [u("main"), u("rec")], 1)
+    p.add("app", [u("main"), u("rec"), u("x")], 2)
+    (fn,) = callers_tree(p.tree(), key("rec")).children
+    assert (fn.self_count, fn.total_count) == (5, 7)
+    (main,) = fn.children
+    assert (main.self_count, main.total_count) == (5, 7) and main.has_children
+
+
+def test_callers_rows_keep_children_when_the_function_is_always_the_leaf() -> None:
+    (fn,) = callers_tree(profile().tree(), key("leaf")).children
+    a = fn.children[0]
+    assert a.label == "a" and a.self_count == a.total_count == 5
+    assert a.has_children and labels(a) == ["main"]
 
 
 def test_callers_of_recursive_function_count_once() -> None:

@@ -1,7 +1,7 @@
 """The unwind-table build bpftop had before its own .eh_frame decoder: pyelftools
-0.33's decoded CFI tables turned into rows (symbols/unwind_table.py up to
+0.33's decoded CFI tables turned into rows (symbols/unwind/table.py up to
 2c2f621, unchanged but for its name; the .plt expression and the register
-numbers, which both builds share, come from symbols/cfa_rules.py). Kept for
+numbers, which both builds share, come from symbols/unwind/cfa_rules.py). Kept for
 tests only, as the reference the decoder's tables must equal
 (tests/symbols/test_eh_frame.py)."""
 
@@ -12,8 +12,8 @@ from typing import IO, Any
 
 from elftools.elf.elffile import ELFFile
 
-from bpftop.symbols.cfa_rules import REG_RA, REG_RBP, REG_RSP, plt_rule
-from bpftop.symbols.unwind_table import RowKind, UnwindRow, UnwindTable
+from bpftop.symbols.unwind.cfa_rules import REG_RA, REG_RBP, REG_RSP, plt_rule
+from bpftop.symbols.unwind.table import RowKind, UnwindRow, UnwindTable
 
 DW_CFA_GNU_ARGS_SIZE = 0x2E
 MAX_PC = 0xFFFF_FFFF

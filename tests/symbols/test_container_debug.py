@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.debuginfo import DebugFinder, debug_file_appeared, inside_root
-from bpftop.symbols.disk_cache import DiskCache
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.debuginfo import DebugFinder, debug_file_appeared, inside_root
+from bpftop.symbols.elf.disk_cache import DiskCache
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.symbolizer import Symbolizer
 from tests.symbols.conftest import DebugBuilt, Running

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.addresses import ElfVaddr
-from bpftop.symbols.debuginfo import DebugFinder, build_id_path, file_crc32
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.debuginfo import DebugFinder, build_id_path, file_crc32
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
+from bpftop.symbols.frame import ElfVaddr
 from bpftop.symbols.symbolizer import Symbolizer
 from tests.symbols.conftest import nm_functions
 
@@ -72,7 +72,7 @@ def test_debuglink_and_build_id_are_read(debug_built) -> None:
 
 
 def test_candidates_in_order(tmp_path) -> None:
-    from bpftop.symbols.elf import DebugLink
+    from bpftop.symbols.elf.index import DebugLink
 
     finder = DebugFinder("/dbg")
     found = [

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from bpftop.symbols.demangle import demangle, display_and_mangled, is_rust_legacy
+from bpftop.symbols.names.demangle import demangle, display_and_mangled, is_rust_legacy
 from bpftop.symbols.symbolizer import Symbolizer
 
 KNOWN = [

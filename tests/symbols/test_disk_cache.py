@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.debuginfo import DebugFinder
-from bpftop.symbols.disk_cache import DiskCache, default_cache_dir, read_build_id
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.debuginfo import DebugFinder
+from bpftop.symbols.elf.disk_cache import DiskCache, default_cache_dir, read_build_id
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.symbolizer import Symbolizer
 
 LIBC = Path("/lib/x86_64-linux-gnu/libc.so.6")

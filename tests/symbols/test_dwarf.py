@@ -6,8 +6,8 @@ import subprocess
 import tracemalloc
 from pathlib import Path
 
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.symbolizer import Symbolizer
 from tests.symbols.conftest import nm_functions
 
@@ -117,7 +117,7 @@ def test_units_are_indexed_once_not_per_address(inlined_built) -> None:
 
 
 def test_dwarf_from_the_debug_file_of_a_stripped_binary(debug_built, run) -> None:
-    from bpftop.symbols.debuginfo import DebugFinder
+    from bpftop.symbols.elf.debuginfo import DebugFinder
 
     prog = run(debug_built.linked)
     sym = Symbolizer(elf_cache=ElfCache(debug_finder=DebugFinder(str(debug_built.debug_root))))
@@ -141,7 +141,7 @@ def test_broken_dwarf_file_answers_nothing(tmp_path) -> None:
 
 
 def test_dwarf_of_another_build_is_refused(inlined_built, built) -> None:
-    from bpftop.symbols.elf import ElfIndex
+    from bpftop.symbols.elf.index import ElfIndex
 
     cache = ElfCache()
     index = cache.load(str(inlined_built))

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols import dwarf as dwarf_module
-from bpftop.symbols.disk_cache import DiskCache
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.dwarf_cache import EAGER_UNITS, SAVE_INTERVAL_S, DwarfCache
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.dwarf import index as dwarf_module
+from bpftop.symbols.dwarf.cache import EAGER_UNITS, SAVE_INTERVAL_S, DwarfCache
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.elf.disk_cache import DiskCache
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.symbolizer import Symbolizer
 from tests.symbols.conftest import nm_functions
 

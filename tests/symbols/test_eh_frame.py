@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from bpftop.symbols.unwind_table import RowKind, UnwindTable, build_unwind_table
+from bpftop.symbols.unwind.table import RowKind, UnwindTable, build_unwind_table
 from tests.symbols.pyelftools_unwind import reference_table
 
 LIB = "/usr/lib/x86_64-linux-gnu"
@@ -160,7 +160,7 @@ def test_randomly_damaged_eh_frames_give_what_pyelftools_gave(workloads: Path) -
 def test_the_build_path_does_not_import_pyelftools(workloads: Path) -> None:
     code = (
         "import sys\n"
-        "from bpftop.symbols.unwind_table import build_unwind_table\n"
+        "from bpftop.symbols.unwind.table import build_unwind_table\n"
         f"assert build_unwind_table(open({str(workloads / 'chain_nofp')!r}, 'rb')) is not None\n"
         "assert 'elftools' not in sys.modules, 'pyelftools imported'\n"
     )

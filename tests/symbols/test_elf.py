@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.addresses import ElfVaddr, FileOffset
-from bpftop.symbols.elf import ElfIndex, LoadSegment, _Symbol
-from bpftop.symbols.elf_cache import ElfCache, FileId
+from bpftop.symbols.elf.index import ElfIndex, LoadSegment, _Symbol
+from bpftop.symbols.file_cache import ElfCache, FileId
+from bpftop.symbols.frame import ElfVaddr, FileOffset
 
 LIBC = Path("/lib/x86_64-linux-gnu/libc.so.6")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.eh_frame import CfiError, fde_ranges
-from bpftop.symbols.elf_sections import SectionData, read_sections
-from bpftop.symbols.fde_index import FdeIndex
+from bpftop.symbols.elf.sections import SectionData, read_sections
+from bpftop.symbols.unwind.eh_frame import CfiError, fde_ranges
+from bpftop.symbols.unwind.fde_index import FdeIndex
 
 FILES = [
     "/lib/x86_64-linux-gnu/libc.so.6",

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpftop.symbols.addresses import ElfVaddr, FileOffset
-from bpftop.symbols.debuginfo import DebugFinder
-from bpftop.symbols.disk_cache import DiskCache, read_build_id
-from bpftop.symbols.dwarf import DwarfIndex
-from bpftop.symbols.elf import ElfError, ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.dwarf.index import DwarfIndex
+from bpftop.symbols.elf.debuginfo import DebugFinder
+from bpftop.symbols.elf.disk_cache import DiskCache, read_build_id
+from bpftop.symbols.elf.index import ElfError, ElfIndex
+from bpftop.symbols.file_cache import ElfCache
+from bpftop.symbols.frame import ElfVaddr, FileOffset
 from bpftop.symbols.kallsyms import KernelSymbols
 from bpftop.symbols.maps import ProcessMaps, parse_line
 from bpftop.symbols.perfmap import PerfMap, parse_perf_map_line
-from bpftop.symbols.unwind_table import build_unwind_table
+from bpftop.symbols.unwind.table import build_unwind_table
 
 FUZZ = settings(
     max_examples=1500,
@@ -203,7 +203,7 @@ MANGLED_SEEDS = [
     tail=st.text(max_size=20),
 )
 def test_demangling_garbage_never_raises(seed: str, cut: float, edits, tail: str) -> None:
-    from bpftop.symbols.demangle import demangle, display_and_mangled
+    from bpftop.symbols.names.demangle import demangle, display_and_mangled
 
     name = list(seed[: max(2, int(cut * len(seed)))])
     for where, char in edits:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.debuginfo import DebugFinder
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.debuginfo import DebugFinder
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.maps import ProcessMaps
 from bpftop.symbols.symbolizer import Symbolizer

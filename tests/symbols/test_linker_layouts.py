@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.code_ranges import PAGE_MASK, PF_X, LoadHeader, code_ranges, mapping_bias
+from bpftop.symbols.elf.code_ranges import PAGE_MASK, PF_X, LoadHeader, code_ranges, mapping_bias
 
 R, RX, RW = 4, 5, 6
 PIE_BASE = 0x55D0_0000_0000

@@ -7,10 +7,9 @@ import random
 
 import pytest
 
-from bpftop.symbols.addresses import ElfVaddr, FileOffset
-from bpftop.symbols.elf import ElfError, ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
-from bpftop.symbols.frame import Unresolved
+from bpftop.symbols.elf.index import ElfError, ElfIndex
+from bpftop.symbols.file_cache import ElfCache
+from bpftop.symbols.frame import ElfVaddr, FileOffset, Unresolved
 
 
 def _lookup_or_error(path: str) -> ElfIndex | ElfError:

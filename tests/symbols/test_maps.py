@@ -6,7 +6,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from bpftop.symbols.addresses import Address
+from bpftop.symbols.frame import Address
 from bpftop.symbols.maps import ProcessMaps, parse_line, parse_maps
 
 # A real-looking dump: trailing blanks on anonymous lines, junk lines, a

@@ -13,9 +13,13 @@ from pathlib import Path
 import pytest
 
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.perf_trampolines import all_code_ranges, is_python_trampoline, trampoline_table
-from bpftop.symbols.stack_walk import UserRegs, walk_copied_stack
-from bpftop.symbols.unwind_table import RowKind, UnwindRow, UnwindTable
+from bpftop.symbols.unwind.perf_trampolines import (
+    all_code_ranges,
+    is_python_trampoline,
+    trampoline_table,
+)
+from bpftop.symbols.unwind.stack_walk import UserRegs, walk_copied_stack
+from bpftop.symbols.unwind.table import RowKind, UnwindRow, UnwindTable
 from tests.pythons import PY313, PY314, Interpreter
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.addresses import ElfVaddr
-from bpftop.symbols.debuginfo import DebugFinder
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.elf_cache import ElfCache
+from bpftop.symbols.elf.debuginfo import DebugFinder
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.file_cache import ElfCache
+from bpftop.symbols.frame import ElfVaddr
 from tests.symbols.conftest import FIXTURES, Built, DebugBuilt
 
 DEBIAN = ["/usr/bin/sqlite3", "/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"]

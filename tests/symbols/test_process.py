@@ -12,9 +12,8 @@ import pytest
 
 from bpftop.symbols import process as process_module
 from bpftop.symbols import symbolizer as symbolizer_module
-from bpftop.symbols.addresses import FileOffset
-from bpftop.symbols.elf import ElfIndex
-from bpftop.symbols.frame import Frame, Unresolved
+from bpftop.symbols.elf.index import ElfIndex
+from bpftop.symbols.frame import FileOffset, Frame, Unresolved
 from bpftop.symbols.maps import ProcessMaps
 from bpftop.symbols.symbolizer import Symbolizer
 

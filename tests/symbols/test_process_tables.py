@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols import process_tables
-from bpftop.symbols.code_ranges import CodeRange, code_ranges
-from bpftop.symbols.process_tables import ProcessTables
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.elf.code_ranges import CodeRange, code_ranges
+from bpftop.symbols.unwind import process_tables
+from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.process_tables import ProcessTables
 
 
 @pytest.fixture

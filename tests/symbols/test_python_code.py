@@ -1,4 +1,4 @@
-"""Naming CPython 3.11 code objects from a live process (symbols/python_code.py)."""
+"""Naming CPython 3.11 code objects from a live process (symbols/python/code.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from bpftop.symbols.frame import Unresolved
-from bpftop.symbols.python_code import (
+from bpftop.symbols.python.code import (
     STR_HASH,
     CodeNames,
     code_ident,
     line_of,
 )
-from bpftop.symbols.python_layout import PythonLayout
-from bpftop.symbols.python_runtime import PythonRuntime, find_python
+from bpftop.symbols.python.layout import PythonLayout
+from bpftop.symbols.python.runtime import PythonRuntime, find_python
 from tests.pythons import ALL, PYENV312, Interpreter
 
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_split.py"

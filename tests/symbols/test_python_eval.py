@@ -1,4 +1,4 @@
-"""The eval loop's parts (symbols/python_eval.py) in real interpreters: Debian's
+"""The eval loop's parts (symbols/python/eval_loop.py) in real interpreters: Debian's
 builds split _PyEval_EvalFrameDefault into a hot part under the symbol and a
 cold part with its own FDE; 3.14's cold part holds almost the whole loop."""
 
@@ -10,7 +10,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from bpftop.symbols.python_eval import eval_ranges
+from bpftop.symbols.python.eval_loop import eval_ranges
 from tests.pythons import PY311, PY313, PY314, PYENV313, Interpreter
 
 

@@ -1,6 +1,6 @@
-"""CPython's own _Py_DebugOffsets, parsed per minor version (symbols/python_layout.py),
+"""CPython's own _Py_DebugOffsets, parsed per minor version (symbols/python/layout.py),
 and the thread state's TLS place decoded from PyThreadState_GetUnchecked
-(symbols/python_tls.py), on the real interpreters: Debian's python3.13 and
+(symbols/python/tls.py), on the real interpreters: Debian's python3.13 and
 python3.14 in the roots scripts/setup.sh builds, pyenv's shared 3.13.0.
 
 The table is a static initializer, so its bytes are read from the ELF file
@@ -16,8 +16,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from bpftop.symbols.python_layout import TABLE_BYTES, parse_debug_offsets, table_size
-from bpftop.symbols.python_tls import TlsAccess, tls_access, tss_key_offset
+from bpftop.symbols.python.layout import TABLE_BYTES, parse_debug_offsets, table_size
+from bpftop.symbols.python.tls import TlsAccess, tls_access, tss_key_offset
 from tests.pythons import PY313, PY314, PYENV313, Interpreter
 
 

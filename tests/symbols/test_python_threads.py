@@ -1,4 +1,4 @@
-"""Thread names from a live CPython's ``threading`` (symbols/python_threads.py,
+"""Thread names from a live CPython's ``threading`` (symbols/python/threads.py,
 tui/collect/thread_names.py), on tests/workloads/py_threads.py: Debian's 3.11
 on the host, 3.13 and 3.14 in their roots (chroot), one of them in a pid
 namespace of its own (unshare), where Python's thread ids are not the kernel's."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bpftop.bpf.raw import RawSample, RawTick
-from bpftop.symbols.python_runtime import PythonRuntime, find_python
-from bpftop.symbols.python_threads import PythonThreadNames
+from bpftop.symbols.python.runtime import PythonRuntime, find_python
+from bpftop.symbols.python.threads import PythonThreadNames
 from bpftop.tui.collect.thread_names import PYTHON_READ_S, ThreadNames
 from tests.pythons import ALL, PY311, PY313, PY314, PYENV312, Interpreter
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.demangle import demangle
-from bpftop.symbols.rust_demangle import demangle_rust
+from bpftop.symbols.names.demangle import demangle
+from bpftop.symbols.names.rust import demangle_rust
 
 SOURCE = Path(__file__).parent / "fixtures" / "rust_names.rs"
 CARGO_RUSTC = Path.home() / ".cargo" / "bin" / "rustc"
@@ -82,7 +82,7 @@ def test_every_rust_name_of_a_real_binary(rust_binary: Path) -> None:
 
 def test_demangling_writes_nothing(rust_binary: Path) -> None:
     """Every name demangled in a fresh interpreter: its stdout and stderr stay empty."""
-    code = "import sys\nfrom bpftop.symbols.demangle import demangle\n"
+    code = "import sys\nfrom bpftop.symbols.names.demangle import demangle\n"
     code += "names = sys.stdin.read().split()\nshown = [demangle(n) for n in names]\n"
     code += "assert len(shown) == len(names)\n"
     done = subprocess.run(

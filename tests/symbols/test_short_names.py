@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.short_names import short_name
+from bpftop.symbols.names.short import short_name
 
 LIBSTDCXX = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
 

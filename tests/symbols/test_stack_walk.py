@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from bpftop.symbols.stack_walk import (
+from bpftop.symbols.unwind.stack_walk import (
     SIGFRAME_RBP,
     SIGFRAME_RIP,
     SIGFRAME_RSP,
@@ -14,7 +14,7 @@ from bpftop.symbols.stack_walk import (
     WalkResult,
     walk_copied_stack,
 )
-from bpftop.symbols.unwind_table import RowKind, UnwindRow, UnwindTable
+from bpftop.symbols.unwind.table import RowKind, UnwindRow, UnwindTable
 
 BIAS = 0x7F00_0000_0000
 SP = 0x7FFF_0000_1000

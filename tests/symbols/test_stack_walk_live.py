@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.process_tables import ProcessTables
-from bpftop.symbols.stack_walk import TableLookup, UserRegs, WalkResult, walk_copied_stack
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.symbols.unwind_cache import UnwindCache
-from bpftop.symbols.unwind_table import RowKind
+from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.process_tables import ProcessTables
+from bpftop.symbols.unwind.stack_walk import TableLookup, UserRegs, WalkResult, walk_copied_stack
+from bpftop.symbols.unwind.table import RowKind
 from tests.symbols.conftest import FIXTURES, Running
 from tests.symbols.user_stack import Snapshot, snapshot
 

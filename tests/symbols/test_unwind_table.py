@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bpftop.symbols.code_ranges import CodeRange, code_ranges
-from bpftop.symbols.disk_cache import read_build_id
+from bpftop.symbols.elf.code_ranges import CodeRange, code_ranges
+from bpftop.symbols.elf.disk_cache import read_build_id
 from bpftop.symbols.maps import parse_maps
-from bpftop.symbols.unwind_cache import UnwindCache
-from bpftop.symbols.unwind_table import RowKind, UnwindTable, build_unwind_table
+from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.table import RowKind, UnwindTable, build_unwind_table
 
 WORKLOADS = Path(__file__).parents[1] / "workloads"
 LIBC = Path("/lib/x86_64-linux-gnu/libc.so.6")

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 
 from bpftop.symbols.maps import ProcessMaps
-from bpftop.symbols.stack_walk import UserRegs
+from bpftop.symbols.unwind.stack_walk import UserRegs
 
 PTRACE_GETREGS = 12
 PTRACE_ATTACH = 16

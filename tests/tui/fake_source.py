@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.tui.collect.snapshot_source import ErrorCallback, SnapshotCallback
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting

@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bpftop.bpf.errors import BpftopError, PermissionsError
+import pytest
+from textual.widgets._toast import Toast, ToastRack
+
+from bpftop.base.errors import BpftopError, PermissionsError
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.model.snapshot import Phase
@@ -276,6 +279,20 @@ async def test_w_to_explicit_path(tmp_path: Path) -> None:
         assert target.read_text().startswith("small;")
 
 
+async def test_w_says_the_absolute_path_of_a_relative_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, _ = make_app(Path("."))  # the default: the directory bpftop was started in
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("w")
+        await pilot.pause()
+        (written,) = tmp_path.glob("bpftop-*.folded")
+        message = notifications(app)[-1].message
+        assert message.endswith(f" to {written}") and str(tmp_path) in message
+
+
 async def test_w_to_unwritable_dir_notifies_and_keeps_running(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -291,6 +308,27 @@ async def test_w_to_unwritable_dir_notifies_and_keeps_running(tmp_path: Path) ->
         assert app.is_running and app.error is None
         assert tree_labels(app) == rows and app.shown is not None
         assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def shown_toasts(app: BpftopApp) -> list[str]:
+    """The notifications drawn on the current screen."""
+    rack = app.screen.query_one(ToastRack)
+    return [str(toast.render()) for toast in rack.query(Toast)] if rack.display else []
+
+
+async def test_toasts_are_not_drawn_over_help() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        app.notify("written to /tmp/x.folded", timeout=30)
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert shown_toasts(app) == []
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        assert any("/tmp/x.folded" in text for text in shown_toasts(app)), "shown after help"
 
 
 async def test_question_mark_shows_help_and_it_closes() -> None:

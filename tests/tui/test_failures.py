@@ -4,19 +4,19 @@ ends the live view with a non-zero exit."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bpftop.bpf import crash_log
-from bpftop.bpf.errors import UsageError
+from bpftop.base import crash_log
+from bpftop.base.errors import UsageError
 from bpftop.tui.app import app as app_module
 from bpftop.tui.app import terminal
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.cli import files, live, shutdown, tty
+from bpftop.tui.collect.options import Options
 
 from .helpers import SIZE, demo_app, notifications
 
@@ -95,6 +95,7 @@ class CrashedApp:
 class Stopped:
     pid = 1
     compiling = False
+    launched = None
 
     def stop(self, wait: bool = True) -> None:
         pass
@@ -116,8 +117,7 @@ def test_the_live_view_exits_non_zero_after_a_crash(
     monkeypatch.setattr(app_module, "BpftopApp", CrashedApp)
     monkeypatch.setattr(terminal, "terminal_driver", no_terminal)
     monkeypatch.setattr(tty, "has_terminal", lambda: True)
-    args = argparse.Namespace(pids=[1], interval=1.0, launched=None)
-    assert live.run_live(args) == 70
+    assert live.run_live(Options(pids=(1,))) == 70
     assert capsys.readouterr().err.strip() == f"bpftop: {CrashedApp.crash}"
 
 
@@ -140,7 +140,7 @@ def test_the_live_view_refuses_to_run_without_a_terminal(monkeypatch: pytest.Mon
     monkeypatch.setattr(live, "check", lambda args: object())
     monkeypatch.setattr(live, "make_collector", lambda *args: pytest.fail("collector made"))
     with pytest.raises(UsageError, match="this view needs a terminal") as refused:
-        live.run_live(argparse.Namespace(pids=[1], interval=1.0, launched=None))
+        live.run_live(Options(pids=(1,)))
     assert "bpftop record" in str(refused.value)
 
 

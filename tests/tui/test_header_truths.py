@@ -97,3 +97,17 @@ async def test_a_standing_notice_is_said_once_and_kept_in_diagnostics() -> None:
         diag = app.query_one("#diag", DiagnosticsView)
         lines = [diag.render_line(y).text for y in range(diag.size.height)]
         assert any(f"Note: {HEADERS}" in line for line in lines)
+
+
+def test_a_target_that_leaves_its_work_to_children_suggests_following_them() -> None:
+    snap = demo_snapshot()
+    assert snap.process is not None
+    idle = replace(snap.process, cpu_percent=0.3, children=1)
+    first = header_text(replace(snap, process=idle), False, 1.0).plain.splitlines()[0]
+    assert "its 1 child process run unprofiled: --children" in first
+    many = header_text(replace(snap, process=replace(idle, children=3)), False, 1.0).plain
+    assert "its 3 child processes run unprofiled" in many
+    busy = replace(idle, cpu_percent=97.0)  # the parent works itself: its samples say so
+    assert "--children" not in header_text(replace(snap, process=busy), False, 1.0).plain
+    gone = replace(idle, alive=False)
+    assert "--children" not in header_text(replace(snap, process=gone), False, 1.0).plain

@@ -7,9 +7,9 @@ import random
 
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
+from bpftop.tui.model.node_paths import node_at
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
-from bpftop.tui.model.tree_paths import node_at
 from tests.tui.fake_source import FakeSource
 
 from .helpers import PROCESS, cursor_label, tree_labels

@@ -20,8 +20,26 @@ SIZE = (120, 36)
 FILES = {99: ["/usr/bin/small", "/usr/lib/x86_64-linux-gnu/libc.so.6"]}
 SYMBOLS = {
     "/usr/bin/small": [("main", 0x10), ("leaf_a", 0x20), ("leaf_b", 0x30)],
-    "/usr/lib/x86_64-linux-gnu/libc.so.6": [("malloc", 0x100), ("malloc_trim", 0x200)],
+    "/usr/lib/x86_64-linux-gnu/libc.so.6": [
+        ("malloc", 0x100),
+        ("__libc_malloc", 0x100),  # aliases of malloc, as glibc's symbol tables have them
+        ("__GI___libc_malloc", 0x100),
+        ("malloc", 0x100),  # .symtab and .dynsym both: listed twice
+        ("malloc_trim", 0x200),
+        ("__malloc_trim", 0x200),
+        ("mallopt", 0x300),
+        ("mallopt", 0x300),
+        ("__malloc_hook_internal", 0x400),  # no public name: it is offered
+    ],
 }
+ASKED: list[tuple[str, int]] = []
+
+
+def fake_symbols(path: str, pid: int) -> list[tuple[str, int]]:
+    ASKED.append((path, pid))
+    return SYMBOLS.get(path, [])
+
+
 TRACEPOINTS = ["sched:sched_switch", "sched:sched_wakeup", "syscalls:sys_enter_write"]
 
 
@@ -37,7 +55,7 @@ def fake_completer() -> ProbeCompleter:
         pids=[99],
         tracepoints=lambda: TRACEPOINTS,
         files=lambda pid: FILES.get(pid, []),
-        symbols=lambda path: SYMBOLS.get(path, []),
+        symbols=fake_symbols,
         checker=fake_check,
     )
 
@@ -69,8 +87,8 @@ async def test_typing_validates_completes_and_enter_switches() -> None:
         await pilot.pause()
         await pilot.press("p")
         await pilot.pause()
-        assert dialog(app).used == ("profile:hz:99", "uprobe:small:leaf_a")
-        assert choices(app) == ["profile:hz:99", "uprobe:small:leaf_a"], "used probes first"
+        assert dialog(app).used == ("uprobe:small:leaf_a",), "not the running probe"
+        assert choices(app) == ["uprobe:small:leaf_a"], "used probes first"
         await pilot.press(*"upr")
         assert choices(app) == ["uprobe:"]
         await pilot.press("tab", *"sm")
@@ -136,9 +154,10 @@ def test_completer_offers_kinds_events_and_libraries() -> None:
     assert completer.complete("u") == ("uprobe:", "uretprobe:", "usdt:")
     assert completer.complete("software:page") == ("software:page-faults",)
     assert "uretprobe:libc.so.6:" in completer.complete("uretprobe:lib")
-    assert completer.complete("uprobe:libc.so.6:mal") == (
+    assert completer.complete("uprobe:libc.so.6:mallo") == (
         "uprobe:libc.so.6:malloc",
         "uprobe:libc.so.6:malloc_trim",
+        "uprobe:libc.so.6:mallopt",
     )
     assert completer.check("offcpu") == ""
     assert completer.check("uprobe:small:nope").startswith("no such probe")
@@ -158,3 +177,79 @@ async def test_brackets_in_a_spec_or_a_verdict_are_text_not_markup() -> None:
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_code in (None, 0)
+
+
+def test_uprobe_symbols_complete_from_the_file_a_short_name_gives_each_once() -> None:
+    completer = fake_completer()
+    ASKED.clear()
+    assert completer.complete("uretprobe:c:mal") == (
+        "uretprobe:c:malloc",
+        "uretprobe:c:malloc_trim",
+        "uretprobe:c:mallopt",
+    ), "unique names, no internal aliases"
+    assert ASKED == [("/usr/lib/x86_64-linux-gnu/libc.so.6", 99)], "the target's own file"
+    assert completer.complete("uprobe:c:__") == (
+        "uprobe:c:__GI___libc_malloc",
+        "uprobe:c:__libc_malloc",
+        "uprobe:c:__malloc_hook_internal",
+        "uprobe:c:__malloc_trim",
+    ), "typing an underscore asks for the aliases"
+    assert completer.complete("uprobe:c:__malloc_h") == ("uprobe:c:__malloc_hook_internal",)
+
+
+async def test_tab_completes_a_uprobe_symbol_in_a_library_named_short() -> None:
+    app, source = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p", *"uprobe:c:mall")
+        await pilot.pause()
+        assert choices(app) == ["uprobe:c:malloc", "uprobe:c:malloc_trim", "uprobe:c:mallopt"]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.screen.query_one("#spec", Input).value == "uprobe:c:malloc"
+        await pilot.press("escape")
+    assert source.probe_switches == []
+
+
+def used_app() -> tuple[BpftopApp, FakeSource]:
+    """A session that used three probes; profile:hz:99 is running."""
+    completer = fake_completer()
+    probes = ("profile:hz:99", "uprobe:small:leaf_a", "offcpu", "tracepoint:sched:sched_switch")
+    source = FakeSource([dataclasses.replace(snapshot_of(BASE), probes=probes)])
+    return BpftopApp(source, 1.0, completer=completer), source
+
+
+async def test_up_brings_back_the_latest_probe_and_enter_switches() -> None:
+    app, source = used_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        assert choices(app) == [
+            "tracepoint:sched:sched_switch",
+            "offcpu",
+            "uprobe:small:leaf_a",
+        ], "the latest first, not the running one"
+        await pilot.press("up")
+        assert app.screen.query_one("#spec", Input).value == "tracepoint:sched:sched_switch"
+        await pilot.press("up")
+        assert app.screen.query_one("#spec", Input).value == "offcpu"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeDialog)
+        assert source.probe_switches == ["offcpu"]
+        await pilot.press("p")
+        await pilot.pause()
+        assert choices(app)[0] == "offcpu", "the one just chosen is the latest"
+
+
+async def test_up_does_not_replace_typed_text_and_a_listed_probe_switches_at_once() -> None:
+    app, source = used_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p", "o", "f", "up")
+        assert app.screen.query_one("#spec", Input).value == "of"
+        await pilot.press("backspace", "backspace", "down", "down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProbeDialog), "a probe used before: no second Enter"
+        assert source.probe_switches == ["offcpu"]

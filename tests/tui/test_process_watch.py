@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -9,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.collect.process_watch import ProcessWatch, any_thread_alive
-from bpftop.tui.collect.targets import Followed, ProcessLabels
+from bpftop.tui.collect.process_watch import ProcessWatch, any_thread_alive, live_children
+from bpftop.tui.collect.targets import Followed, ProcessLabels, held_command, launch_held
 
 NO_SAMPLER: Any = None  # alive() never touches the sampler
 
@@ -60,3 +62,30 @@ def test_a_followed_process_lives_while_any_of_its_threads_does(workloads: Path)
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_held_command_is_named_as_the_user_gave_it_not_as_its_shell() -> None:
+    proc = launch_held(["sleep", "30", "it's quoted"])
+    try:
+        assert held_command(proc) == ["sleep", "30", "it's quoted"]
+        info = ProcessWatch(proc.pid, held_command(proc)).info()
+        assert info.name == "sleep" and info.cmdline == "sleep 30 'it'\"'\"'s quoted'"
+        assert "kill -STOP" not in info.cmdline
+        assert "kill -STOP" in ProcessWatch(proc.pid).info().cmdline, "the shell holds it"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert held_command(None) == []
+
+
+def test_children_not_followed_are_counted_while_they_run() -> None:
+    parent = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    try:
+        _wait(lambda: live_children(parent.pid) == 2)
+        assert ProcessWatch(parent.pid, count_children=True).info().children == 2
+        assert ProcessWatch(parent.pid).info().children == 0, "followed: nothing to suggest"
+    finally:
+        for pid in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split():
+            os.kill(int(pid), signal.SIGKILL)
+        parent.kill()
+        parent.wait()

@@ -6,7 +6,7 @@ already, except past the end of a walk cut at its limit."""
 from __future__ import annotations
 
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_runtime import PythonRuntime
+from bpftop.symbols.python.runtime import PythonRuntime
 from bpftop.tui.collect.python_frames import CUT_FRAME, merge
 
 PYTHON = "/usr/bin/python3.13"

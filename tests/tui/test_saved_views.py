@@ -108,5 +108,5 @@ def test_view_without_a_terminal_is_refused_at_once(tmp_path: Path) -> None:
     done = run_bpftop("view", str(saved_file(tmp_path, "folded")))
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "bpftop: this view needs a terminal (stdin or stdout is not one) (run it in a terminal)"
+        "bpftop: this view needs a terminal (stdin is not one) (run it in a terminal)"
     )

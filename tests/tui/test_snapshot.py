@@ -1,6 +1,6 @@
 """SVG snapshots of every screen of screenshots/ (``tests/tui/screens.py``: the
-recorded demo workload through ``bpftop view``/``diff``, the live-only screens on
-the demo fixture) at two sizes, and of the live baseline (``b``, then a later tick)."""
+recorded demo workload through ``bpftop view``/``diff``, the live screens replaying
+real live sessions) at two sizes, and of the live baseline (``b``, then a later tick)."""
 
 from __future__ import annotations
 

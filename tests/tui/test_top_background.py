@@ -13,10 +13,10 @@ import pytest
 from bpftop.symbols.frame import Frame
 from bpftop.tui.app.app import BpftopApp
 from bpftop.tui.model import viewstate
-from bpftop.tui.model.path_tree import array_tree
+from bpftop.tui.model.array_tree import array_tree
+from bpftop.tui.model.derived import hot_by_symbol, hot_from_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CollectionStats, Phase, Snapshot
-from bpftop.tui.model.views import hot_by_symbol, hot_from_tree
 from tests.tui.demo_fixture import demo_snapshot
 from tests.tui.fake_source import FakeSource
 

@@ -164,6 +164,29 @@ async def test_top_trend_markers_compare_with_last_tick() -> None:
         assert marks["leaf_b"] == "▲" and marks["leaf_a"] == "▼" and marks["new"] == "+"
 
 
+async def test_top_trend_markers_hold_still_while_shares_only_jitter() -> None:
+    """Cumulative counts: each tick moves every share a little, up or down (the
+    arrows flipped on most rows every tick); a real change still shows."""
+    stacks = [(["main", "a"], 600), (["main", "b"], 300), (["main", "c"], 100)]
+    source = FakeSource([snapshot_of(stacks)])
+    app = BpftopApp(source, 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("1")
+        for seq, (a, b, c) in enumerate([(63, 27, 10), (57, 33, 10), (62, 29, 9), (59, 31, 10)]):
+            stacks = [(stacks[0][0], stacks[0][1] + a), (stacks[1][0], stacks[1][1] + b),
+                      (stacks[2][0], stacks[2][1] + c)]  # fmt: skip
+            source.push(snapshot_of(stacks, seq=seq + 2))
+            await pilot.pause()
+            assert set(top_column(app, 5)) == {""}, f"tick {seq + 2}: {top_column(app, 5)}"
+        for seq in range(6, 12):  # c now takes every new sample: hotter over the window
+            stacks = [*stacks[:2], (stacks[2][0], stacks[2][1] + 100)]
+            source.push(snapshot_of(stacks, seq=seq))
+            await pilot.pause()
+        marks = dict(zip(top_column(app, 3), top_column(app, 5), strict=True))
+        assert marks == {"c": "▲", "a": "▼", "b": "▼", "main": ""}, marks
+
+
 async def test_enter_zooms_tree_and_backspace_esc_zoom_out() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -265,6 +288,22 @@ async def test_callers_view_follows_selection_and_enter_picks_a_caller() -> None
         assert app.views.top_view.selected_key() == ("hash_payload", "/opt/demo/bin/demo", False)
 
 
+async def test_callers_self_column_is_the_functions_own_share_and_e_opens_to_a_process() -> None:
+    app, _ = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("3")
+        callers = app.views.callers_view
+        fn = callers.rows[0].node
+        (own,) = [f for f in demo_snapshot().hot if f.label == fn.label]
+        assert own.self_count > 0 and fn.self_count == own.self_count
+        share = 100 * own.self_count / fn.total_count
+        assert callers.render_line(0).text.split()[:2] == ["100.0%", f"{share:.1f}%"]
+        await pilot.press("e")  # own samples on every row: the chain still opens to a process
+        end = callers.rows[callers.cursor]
+        assert end.node.label == "demo" and not end.node.has_children
+
+
 async def test_selection_follows_from_top_to_tree() -> None:
     app, _ = demo_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -346,3 +385,23 @@ async def test_flame_title_shows_the_selected_frames_share() -> None:
         assert "hash_payload: " in str(flame.border_title)
         await pilot.press("home")  # the root: nothing to say
         assert str(flame.border_title) == "Flame graph (icicle): ← → ↑ ↓ move, Enter zoom"
+
+
+def test_every_view_takes_the_same_shown() -> None:
+    """One view protocol (tui/views/shown.py): mypy checks each view class
+    against ``View`` here, and these are all the switcher's views."""
+    from bpftop.tui.views.callers import CallersView
+    from bpftop.tui.views.calltree import CallTreeView
+    from bpftop.tui.views.diagnostics import DiagnosticsView
+    from bpftop.tui.views.flame import FlameView
+    from bpftop.tui.views.navigation import VIEWS
+    from bpftop.tui.views.shown import View
+    from bpftop.tui.views.threads import ThreadsView
+    from bpftop.tui.views.top import TopView
+
+    views: list[type[View]] = [
+        TopView, CallTreeView, CallersView, FlameView, DiagnosticsView, ThreadsView
+    ]  # fmt: skip
+    assert len(views) == len(VIEWS)
+    for view in views:
+        assert "show" in vars(view), f"{view.__name__} draws from Shown itself"

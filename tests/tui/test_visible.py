@@ -78,7 +78,7 @@ async def test_no_view_writes_a_control_character() -> None:
 
 
 def test_one_line_errors_spell_names_too() -> None:
-    from bpftop.bpf.errors import UsageError
+    from bpftop.base.errors import UsageError
 
     err = UsageError(f"no function '{EVIL}' in /bin/x", "near: a\nb")
     assert str(err) == "no function '^[[41mEVIL^[[0m' in /bin/x (near: a^Jb)"

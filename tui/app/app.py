@@ -19,14 +19,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.events import DescendantFocus
+from textual.notifications import SeverityLevel
 from textual.widgets import Input, Static
 
-from bpftop.bpf.errors import OutputError
-from bpftop.tui.app.header import RateHistory, header_text, placeholder_text, time_status
+from bpftop.base.errors import OutputError
+from bpftop.tui.app.header import RateHistory, header_text, time_status
 from bpftop.tui.app.help import HelpScreen
 from bpftop.tui.app.key_bar import KeyBar
 from bpftop.tui.app.keys import APP_BINDINGS
-from bpftop.tui.app.probe_dialog import ProbeDialog
+from bpftop.tui.app.probe_dialog import ProbeDialog, latest_first
 from bpftop.tui.app.source_app import SourceApp
 from bpftop.tui.app.view_switcher import ViewSwitcher
 from bpftop.tui.collect.probe_complete import ProbeCompleter
@@ -37,14 +38,15 @@ from bpftop.tui.collect.snapshot_source import (
     SnapshotSource,
 )
 from bpftop.tui.model.baseline import Baseline
+from bpftop.tui.model.derived import NodePath
 from bpftop.tui.model.idle import idle_applies
+from bpftop.tui.model.node_paths import HOT_MIN_PCT
 from bpftop.tui.model.snapshot import CallNode, Snapshot
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT
-from bpftop.tui.model.views import NodePath
 from bpftop.tui.model.viewstate import Derived, ViewState, Wanted, derive_view
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
 from bpftop.tui.views.navigation import VIEWS, breadcrumb_text, jump_to_match
+from bpftop.tui.views.shown import Shown, placeholder_text
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.widgets.background import Background
 
@@ -90,9 +92,12 @@ class BpftopApp(SourceApp):
         ``hot_min_pct``: the hot path opens no child under this share (--hot-min)."""
         super().__init__(source)
         self.completer = completer or ProbeCompleter()
+        self.probes_chosen: list[str] = []  # in the probe dialog, in order
+        self._held_notes: list[tuple[str, str, SeverityLevel, float | None, bool]] = []
         self.interval_s = interval_s
-        self.export_path = Path(export_path) if export_path is not None else None
-        self.export_dir = Path(export_dir) if export_dir is not None else Path(".")
+        # absolute now: what w says is where the file is, whatever the directory later
+        self.export_path = Path(export_path).absolute() if export_path is not None else None
+        self.export_dir = Path(export_dir if export_dir is not None else ".").absolute()
         self.shown: Snapshot | None = None
         self.paused = False
         self.show_lines = False
@@ -206,7 +211,7 @@ class BpftopApp(SourceApp):
         derived = self._derived()
         if derived is not None and self.state.zoom:
             self.state.carry_zoom(derived.tree)
-        self.views.draw(self.shown, derived, self.state, self.show_lines, self.thread)
+        self.views.draw(Shown(self.shown, derived, self.state, self.show_lines, self.thread))
         self._refresh_crumbs()
 
     def _refresh_header(self) -> None:
@@ -384,11 +389,12 @@ class BpftopApp(SourceApp):
             self.notify("this source cannot switch probes", severity="warning")
             return
         source, shown = self.source, self.shown
-        used = shown.probes if shown is not None else ()
         active = shown.stats.probe if shown is not None else ""
+        used = latest_first(shown.probes if shown is not None else (), self.probes_chosen, active)
 
         def chosen(text: str | None) -> None:
             if text:
+                self.probes_chosen.append(text)
                 source.switch_probe(text)
                 self.notify(f"switching to {text}", title="probe")
 
@@ -396,9 +402,32 @@ class BpftopApp(SourceApp):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(), lambda _: self._release_notes())
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """As ``SourceApp``'s (plain text unless asked), except that while the key
+        list is up a notification waits (toasts would be drawn over the list)
+        and shows once it closes."""
+        if self.screen_stack and isinstance(self.screen_stack[-1], HelpScreen):
+            self._held_notes.append((message, title, severity, timeout, markup))
+            return
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def _release_notes(self) -> None:
+        held, self._held_notes = self._held_notes, []
+        for message, title, severity, timeout, markup in held:
+            self.notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def export_target(self) -> Path:
+        """Where ``w`` writes, as an absolute path (what the notification says)."""
         if self.export_path is not None:
             return self.export_path
         return self.export_dir / default_export_name()

@@ -1,6 +1,5 @@
 """The header: what is profiled, how, and how honest the data is (the rate per
-probe over real time: ``RateHistory``); and what an empty view says meanwhile
-(``placeholder_text``)."""
+probe over real time: ``RateHistory``)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,13 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from bpftop.tui.formats.measures import probe_measure
-from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
+from bpftop.tui.model.snapshot import (
+    CHILDREN_HINT_CPU,
+    CollectionStats,
+    Phase,
+    ProcessInfo,
+    Snapshot,
+)
 
 CMDLINE_WIDTH = 72
 
@@ -252,6 +257,11 @@ def _append_process(text: Text, snapshot: Snapshot) -> None:
             text.append(f"STOPPED (kill -CONT {proc.pid})", "bold red")
             text.append("  ")
         text.append(f"CPU {proc.cpu_percent:.1f}%  RSS {_mib(proc.rss_bytes)}  ")
+        if proc.children and proc.cpu_percent < CHILDREN_HINT_CPU and proc.alive:
+            plural = "es" if proc.children > 1 else ""
+            text.append(f"its {proc.children} child process{plural} run unprofiled: ", "yellow")
+            text.append("--children", "bold yellow")
+            text.append("  ")
     else:  # a saved profile: no live process, and maybe no pid (folded files have none)
         text.append(f"  pid {proc.pid}  " if proc.pid else "  ")
     text.append(f"threads {proc.num_threads}  ")
@@ -292,14 +302,3 @@ def _append_phase(text: Text, snapshot: Snapshot) -> None:
         text.append(f"○ {phase.value}", "bold")
     if snapshot.bpf_problem:  # why: at the line's end, and in Diagnostics
         text.append("  perf_event only", "bold yellow")
-
-
-def placeholder_text(snapshot: Snapshot | None) -> str:
-    """What the empty tree says."""
-    if snapshot is None or snapshot.phase is Phase.STARTING:
-        return "starting…"
-    if snapshot.phase is Phase.COMPILING:
-        return "compiling BPF program… the first samples arrive once it is loaded"
-    if snapshot.phase is Phase.EXITED:
-        return "process exited before any sample was taken"
-    return "no samples yet"

@@ -159,8 +159,8 @@ KEY_HELP: tuple[KeyHelp, ...] = (
     KeyHelp(
         "probe",
         "change the probe: checked as you type, `Tab` completes (kinds, events, tracepoints, "
-        "the targets' libraries and functions), `Enter` switches, `Esc` keeps the probe; "
-        "the probes used so far are listed to switch back",
+        "the targets' libraries and functions, each once), `Enter` switches, `Esc` keeps the "
+        "probe; the probes used before are listed, the latest first: `↑` brings them back",
     ),
     KeyHelp("help", "list the keys (`Esc`, `?` or `q` closes the list)"),
 )

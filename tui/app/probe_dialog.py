@@ -5,7 +5,9 @@ does, via :class:`ProbeCompleter`) and lists completions: probe kinds, event
 and tracepoint names, the targets' binaries and libraries, their functions.
 Tab takes the first completion, ↓ moves into the list, Enter switches to a
 valid spec (dismissing with its text), Esc leaves the running probe as it is.
-The probes used in this session are listed first, to switch back to.
+The probes used before in this session are listed while nothing is typed,
+the latest first: ↑ in the field brings them back one by one, as a shell's
+history does, and Enter on one in the list switches to it at once.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ PLACEHOLDER = "probe: profile:hz:99, uprobe:c:malloc, uretprobe:BIN:FUNC, tracep
 
 
 class ProbeDialog(ModalScreen[str | None]):
-    """Returns the spec to switch to, or None."""
+    """Returns the spec to switch to, or None. ``used``: the probes to switch
+    back to, the latest first."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("tab", "take_first", "Complete", priority=True),
         Binding("down", "into_list", "Choices", show=False),
+        Binding("up", "recall", "Recent", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -52,6 +56,7 @@ class ProbeDialog(ModalScreen[str | None]):
         self.used = tuple(used)
         self.active = active
         self.verdict = ""
+        self._recalled = -1  # the entry of ``used`` ↑ last put in the field
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -93,7 +98,20 @@ class ProbeDialog(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
         message.stop()
-        self._set(str(message.option.prompt))
+        text = str(message.option.prompt)
+        if text in self.used and not self.completer.check(text):
+            self.dismiss(text)  # a probe used before: back to it at once
+            return
+        self._set(text)
+
+    def action_recall(self) -> None:
+        """The next older probe used before into the field (↑ again: the one before)."""
+        field = self.query_one("#spec", Input)
+        current = self.used[self._recalled] if self._recalled >= 0 else ""
+        if not self.used or field.value.strip() not in ("", current):
+            return  # typed text is not replaced
+        self._recalled = min(self._recalled + 1, len(self.used) - 1)
+        self._set(self.used[self._recalled])
 
     def action_take_first(self) -> None:
         options = self.query_one("#choices", OptionList)
@@ -121,3 +139,10 @@ class ProbeDialog(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def latest_first(used: Sequence[str], chosen: Sequence[str], active: str) -> tuple[str, ...]:
+    """The probes to offer to switch back to: those chosen in the dialog, the
+    latest first, then the others used (the start's probe), never the active one."""
+    order = [*reversed(chosen), *reversed(used)]
+    return tuple(p for p in dict.fromkeys(order) if p != active and p in used)

@@ -5,7 +5,7 @@ message wakes the app thread, so a slow redraw coalesces ticks instead of
 queueing them. Subclasses get each snapshot in ``on_new_snapshot`` on the
 app thread. Commands for a ``ControlledSource`` (reset, time mode) go out
 here. Errors the user must act on end the app with their exit code; a
-crash is logged (:mod:`bpftop.bpf.crash_log`) and kept in ``crash``.
+crash is logged (:mod:`bpftop.base.crash_log`) and kept in ``crash``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from textual.filter import LineFilter
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
-from bpftop.bpf.crash_log import log_exception
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.crash_log import log_exception
+from bpftop.base.errors import BpftopError
 from bpftop.tui.collect.snapshot_source import ControlledSource, NativeFrames, SnapshotSource
 from bpftop.tui.model.snapshot import Snapshot
 from bpftop.tui.model.timemode import TimeSetting, mode_label

@@ -1,9 +1,11 @@
-"""The screen's terminal: a Textual driver on its own duplicate of fd 2, that
-notices when the terminal goes away.
+"""The screen's terminal: a Textual driver on its own descriptor for the
+terminal, that notices when the terminal goes away.
 
 libbcc prints to fd 2 (compiler and verifier logs, lost-sample warnings), and
 we point fd 2 elsewhere while compiling. Textual draws on ``sys.__stderr__``,
-so the live view gets its own descriptor for the terminal, unaffected by that.
+so the live view gets its own descriptor for the terminal, unaffected by that:
+a duplicate of fd 2, or stdin's terminal opened again when the user
+redirected stderr (``screen_fd``). The size is that terminal's too.
 
 A terminal can go away under the app (a closed tmux pane, a dropped ssh
 session): writes to it then fail with EIO and reads see end of file, and
@@ -116,10 +118,18 @@ class HangupWatch:
         self._thread.join()
 
 
+def screen_fd() -> int:
+    """A new descriptor to draw on: fd 2's when it is a terminal, else one opened
+    on stdin's terminal (the keys' terminal; stdout and stderr were redirected)."""
+    if os.isatty(2):
+        return os.dup(2)
+    return os.open(os.ttyname(0), os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+
+
 @contextmanager
 def terminal_driver(on_lost: Callable[[], object] = lambda: None) -> Iterator[type[Driver]]:
-    """A driver class drawing on a duplicate of fd 2; ``on_lost`` when the terminal goes."""
-    tty = os.fdopen(os.dup(2), "w", encoding="utf-8")
+    """A driver class drawing on the terminal (``screen_fd``); ``on_lost`` when it goes."""
+    tty = os.fdopen(screen_fd(), "w", encoding="utf-8")
     loss = LossReport(on_lost)
     output = TerminalOutput(tty, loss)
 
@@ -130,6 +140,17 @@ def terminal_driver(on_lost: Callable[[], object] = lambda: None) -> Iterator[ty
             super().__init__(*args, **kwargs)
             self._file = output  # type: ignore[assignment]  # a file, as Textual uses it
             made.append(self)
+
+        def _get_terminal_size(self) -> tuple[int, int]:
+            """COLUMNS and LINES if set, else the size of the terminal drawn on."""
+            columns, lines = os.environ.get("COLUMNS", ""), os.environ.get("LINES", "")
+            if columns.isdigit() and lines.isdigit():
+                return int(columns), int(lines)
+            try:
+                size = os.get_terminal_size(tty.fileno())
+            except OSError:
+                return super()._get_terminal_size()
+            return size.columns or 80, size.lines or 25
 
         @staticmethod
         def restore() -> None:

@@ -1,27 +1,28 @@
 """The six views of a snapshot, one of them on screen.
 
 Owns the view widgets (Top, call tree, callers, flame graph, diagnostics,
-threads), which one is on screen, drawing it from what the app derived and
-the user's choices (``ViewState``), and switching views so that the new one
+threads), which one is on screen, drawing it (each view takes the same
+:class:`~bpftop.tui.views.shown.Shown`: the snapshot, what the app derived
+from it, the user's choices), and switching views so that the new one
 follows the selection. Only the view on screen is drawn; the others catch up
 when switched to.
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from bpftop.tui.app.header import placeholder_text
-from bpftop.tui.model.idle import busy_threads
-from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.viewstate import Derived, ViewState
+from bpftop.tui.model.viewstate import Derived
 from bpftop.tui.views.callers import CallersView
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.diagnostics import DiagnosticsView
 from bpftop.tui.views.flame import FlameView
-from bpftop.tui.views.navigation import TITLES, VIEWS, delta_decorator
+from bpftop.tui.views.navigation import TITLES, VIEWS
+from bpftop.tui.views.shown import Shown, View
 from bpftop.tui.views.threads import ThreadsView
 from bpftop.tui.views.top import TopView
 
@@ -108,48 +109,6 @@ class ViewSwitcher(ContentSwitcher):
         shown = self.view_id == "top"
         self.top_view.update_functions(derived.hot, derived.tree.total_count, fill=shown, unit=unit)
 
-    def draw(
-        self,
-        shown: Snapshot | None,
-        derived: Derived | None,
-        state: ViewState,
-        show_lines: bool,
-        thread: int | None,
-    ) -> None:
-        """Draw the view on screen: ``derived`` (None: nothing derived yet) as
-        ``state`` says, ``show_lines`` with file:line, ``thread`` marked."""
-        view = self.view_id
-        match, zoom = state.match, state.zoom_path
-        tree = derived.tree if derived is not None else CallNode("all")
-        if view == "top":
-            self.top_view.set_baseline(state.baseline)
-            self.top_view.set_options(match=match, show_lines=show_lines)
-            unit = shown.weight_unit if shown is not None else ""
-            hot = derived.hot if derived is not None else ()  # None: being made (a new probe's)
-            self.top_view.update_functions(hot, tree.total_count, unit=unit)
-        elif view == "tree":
-            self._draw_tree(tree, state, show_lines, placeholder_text(shown))
-        elif view == "callers":
-            self.callers_view.show_callers(tree, state.selected, match, show_lines)
-        elif view == "flame":
-            self.flame_view.placeholder = placeholder_text(shown)
-            self.flame_view.set_options(match=match)
-            self.flame_view.set_tree(tree, zoom)
-        elif view == "threads":
-            threads = shown.threads if shown is not None else ()
-            threads = threads if state.keep_idle else busy_threads(threads)
-            self.query_one("#threads", ThreadsView).update_threads(threads, thread)
-        else:
-            self.query_one("#diag", DiagnosticsView).update_from(shown)
-
-    def _draw_tree(
-        self, tree: CallNode, state: ViewState, show_lines: bool, placeholder: str
-    ) -> None:
-        view = self.tree_view
-        diff = state.baseline is not None
-        view.decorate = delta_decorator(state.baseline, view) if diff else None
-        columns = "total %  self %  Δself  Δtotal" if diff else "total %  self %"
-        view.border_title = f"Call tree (top-down): {columns}  function  module"
-        view.set_placeholder(placeholder)
-        view.set_options(match=state.match, show_lines=show_lines)
-        view.set_tree(tree, state.zoom_path)
+    def draw(self, shown: Shown) -> None:
+        """Draw the view on screen from ``shown`` (every view takes the same)."""
+        cast(View, self.on_screen).show(shown)

@@ -2,11 +2,14 @@
 
 Owns the parsers (:func:`build_parsers`, :func:`file_parsers`), the options
 live and ``record`` share, :class:`Parser` (argparse that raises
-:class:`UsageError` instead of exiting) and the version. The argument types
-refuse what can never be right (a pid past ``pid_max``, a NaN or endless
-interval, an empty probe spec) and :func:`settle` the options that conflict
-(``-F`` against ``--probe profile:hz:N``); what needs the system (does the
-process exist, are we root) is checked in :mod:`bpftop.tui.cli.session`.
+:class:`UsageError` instead of exiting) and the version, and turns a parsed
+command line into the typed :class:`~bpftop.tui.collect.options.Options`
+(:func:`options_from`, :func:`parse_options`) once. The argument types refuse
+what can never be right (a pid past ``pid_max``, a NaN or endless interval,
+an empty probe spec) and :func:`options_from` settles the options that
+conflict (``-F`` against ``--probe profile:hz:N``); what needs the system
+(does the process exist, are we root) is checked in
+:mod:`bpftop.tui.cli.session`.
 """
 
 from __future__ import annotations
@@ -16,12 +19,18 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from bpftop.bpf.errors import UsageError
-from bpftop.bpf.probes import ProbeKind, parse_spec
-from bpftop.tui.formats.kinds import FORMATS
+from bpftop.base.errors import UsageError
+from bpftop.bpf.probes import parse_spec
+from bpftop.tui.collect.options import (
+    DEFAULT_HOT_MIN_PCT,
+    DEFAULT_HZ,
+    DEFAULT_INTERVAL_S,
+    Options,
+    Recording,
+)
+from bpftop.tui.formats.registry import NAMES
 
 VERSION = "0.1.0"
-DEFAULT_HZ = 99
 MAX_INTERVAL_S = 60.0
 MIN_INTERVAL_S = 0.1  # faster ticks only spin the collector; the screen cannot follow
 PID_MAX_FILE = Path("/proc/sys/kernel/pid_max")
@@ -111,21 +120,49 @@ class Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def settle(args: argparse.Namespace) -> argparse.Namespace:
-    """Options that depend on each other: ``-F`` (None when not given) against
-    ``--probe profile:hz:N``. A profile probe's rate becomes the frequency."""
-    spec = parse_spec(args.probe) if args.probe else None
-    rate = spec.number if spec is not None and spec.kind is ProbeKind.PROFILE else None
-    if args.frequency is not None and rate is not None and rate != args.frequency:
+def parse_options(argv: list[str], *, recording: bool) -> Options:
+    """The live view's (or ``record``'s) options from its arguments (``record``
+    itself not among them); an argument that can never be right raises
+    :class:`UsageError`."""
+    live, record = build_parsers()
+    return options_from((record if recording else live).parse_args(argv), recording=recording)
+
+
+def options_from(parsed: argparse.Namespace, *, recording: bool) -> Options:
+    """The typed options of a parsed command line, settled against each other:
+    ``-F`` (None when not given) against ``--probe profile:hz:N`` (a profile
+    probe's rate becomes the frequency); ``--gil`` turns early samples off."""
+    spec = parse_spec(parsed.probe) if parsed.probe else None
+    rate = spec.number if spec is not None and spec.is_profile else None
+    if parsed.frequency is not None and rate is not None and rate != parsed.frequency:
         raise UsageError(
-            f"-F {args.frequency} and --probe {args.probe} ask for two sampling rates",
+            f"-F {parsed.frequency} and --probe {parsed.probe} ask for two sampling rates",
             "give one of them",
         )
-    if args.frequency is None:
-        args.frequency = DEFAULT_HZ if rate is None else rate
-    if getattr(args, "gil", False):
-        args.no_early = True  # perf_event samples cannot tell who holds the GIL
-    return args
+    frequency = parsed.frequency if parsed.frequency is not None else rate
+    frequency = DEFAULT_HZ if frequency is None else frequency
+    command = parsed.command[1:] if parsed.command[:1] == ["--"] else parsed.command
+    record = Recording(parsed.output, parsed.format, parsed.duration) if recording else None
+    return Options(
+        pids=tuple(parsed.pids or ()),
+        all_processes=parsed.all,
+        command=tuple(command),
+        children=parsed.children,
+        frequency=frequency,
+        probe=parsed.probe,
+        unwind=parsed.unwind,
+        offsets=parsed.offsets,
+        mangled=parsed.mangled,
+        short_names=parsed.names == "short",
+        early=not (parsed.no_early or parsed.gil),  # perf_event cannot tell who holds the GIL
+        python_frames=not parsed.no_python,
+        gil=parsed.gil,
+        idle=parsed.idle,
+        print_bpf=parsed.print_bpf,
+        interval_s=DEFAULT_INTERVAL_S if recording else parsed.interval,
+        hot_min_pct=DEFAULT_HOT_MIN_PCT if recording else parsed.hot_min,
+        recording=record,
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -224,14 +261,14 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         "-i",
         "--interval",
         type=seconds_arg(MAX_INTERVAL_S, MIN_INTERVAL_S),
-        default=1.0,
+        default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
         help=f"refresh interval (default 1, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g})",
     )
     live.add_argument(
         "--hot-min",
         type=percent_arg,
-        default=1.0,
+        default=DEFAULT_HOT_MIN_PCT,
         metavar="PCT",
         help="the call tree's hot path (opened at start and by e) opens no frame under "
         "PCT%% of all samples (default 1)",
@@ -260,7 +297,7 @@ def build_parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     record.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=NAMES,
         help="output format (default: from the file name: .folded/.txt, .speedscope.json, "
         ".pb.gz, .svg; else folded)",
     )

@@ -1,6 +1,6 @@
 """The first samples, before the heavy imports: open perf_event sampling from the arguments.
 
-Owns :func:`open_early`: right after the arguments are parsed (before the
+Owns :func:`open_early`: right after the options are parsed (before the
 collector, the model and numpy are imported, and long before BCC compiles),
 CPU sampling of ``-p`` targets or ``-a`` starts over perf_event_open(2).
 The collector takes the running sampler over (:class:`EarlyFeed`). Anything
@@ -10,28 +10,26 @@ nothing here: the normal checks then say what is wrong.
 
 from __future__ import annotations
 
-import argparse
 import os
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSampler
-from bpftop.bpf.probes import ProbeKind, parse_spec
+from bpftop.bpf.probes import parse_spec
+from bpftop.tui.collect.options import Options
 
 
-def open_early(args: argparse.Namespace) -> PerfSampler | None:
-    """A running perf_event sampler for the parsed ``record``/live arguments, or None."""
-    if os.geteuid() != 0 or getattr(args, "print_bpf", False) or getattr(args, "command", None):
+def open_early(options: Options) -> PerfSampler | None:
+    """A running perf_event sampler for the live view's or ``record``'s options, or None."""
+    if os.geteuid() != 0 or options.print_bpf or options.command or not options.early:
         return None
-    if getattr(args, "no_early", False):
-        return None
-    if not 1 <= args.frequency <= 100_000 or not (args.pids or args.all):
+    if not 1 <= options.frequency <= 100_000 or not (options.pids or options.all_processes):
         return None
     try:
-        if args.probe and parse_spec(args.probe).kind is not ProbeKind.PROFILE:
+        if options.probe and not parse_spec(options.probe).is_profile:
             return None
     except BpftopError:
         return None
-    perf = PerfSampler(args.frequency, targets=args.pids or (), all_processes=args.all)
+    perf = PerfSampler(options.frequency, targets=options.pids, all_processes=options.all_processes)
     try:
         perf.open()
         perf.enable()

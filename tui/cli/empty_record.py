@@ -21,9 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bpftop.bpf.probes import ProbeKind, parse_spec
-
-CPU_KINDS = (ProbeKind.PROFILE, ProbeKind.SOFTWARE, ProbeKind.HARDWARE)
+from bpftop.bpf.probes import Attach, parse_spec
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class EmptyRun:
 
 def empty_reason(run: EmptyRun) -> str:
     """The warning line (no "bpftop: " prefix) for a record with no samples."""
-    cpu = parse_spec(run.probe).kind in CPU_KINDS
+    cpu = parse_spec(run.probe).rule.attach is Attach.PERF_EVENT
     when = f"within {run.after_s:.1f} s of bpftop's launch"
     if run.exited and not run.launched:
         if not cpu:

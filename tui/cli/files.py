@@ -17,29 +17,23 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
-from bpftop.bpf.errors import OutputError
-from bpftop.symbols.disk_cache import read_build_id
+from bpftop.base.errors import OutputError
+from bpftop.symbols.elf.disk_cache import read_build_id
 from bpftop.tui.cli.args import file_parsers
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.tty import require_terminal, screen_exit_code
 from bpftop.tui.formats.atomic import STDOUT, write_new_file, write_output
-from bpftop.tui.formats.kinds import SUFFIXES, format_for
-from bpftop.tui.formats.profile_io import (
-    LoadedTree,
-    load_tree,
-    read_saved,
-    saved_writer,
-    tree_folded_writer,
-)
-from bpftop.tui.formats.saved import MAX_FRAMES, ProfileMeta, SavedProfile, from_tree
+from bpftop.tui.formats.profile_io import load_tree, read_saved, tree_writer
+from bpftop.tui.formats.registry import format_for
+from bpftop.tui.formats.saved import MAX_FRAMES, LoadedTree, ProfileMeta, SavedProfile
 from bpftop.tui.formats.saved_folded import diff_lines
+from bpftop.tui.model.derived import hot_from_tree
 from bpftop.tui.model.snapshot import CollectionStats, Phase, ProcessInfo, Snapshot
-from bpftop.tui.model.views import hot_from_tree
 
 if TYPE_CHECKING:
     from bpftop.tui.app.app import BpftopApp
@@ -72,14 +66,14 @@ RESCUE_DIR = Path("/tmp")
 def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | None) -> None:
     """Write the recording; if ``path`` cannot be written, save under /tmp and say both."""
     chosen = format_for(path, fmt)
-    fill = recording_writer(snap, meta, chosen)
+    fill = tree_writer(chosen, snap.tree, meta, snap.events_tree, build_ids)
     try:
         write_output(path, fill)
     except OutputError as err:
         pid = meta.pids[0] if meta.pids else 0
         prefix = f"bpftop-{pid}-{int(time.time())}-"
         try:
-            rescue = write_new_file(RESCUE_DIR, prefix, SUFFIXES[chosen], fill)
+            rescue = write_new_file(RESCUE_DIR, prefix, chosen.suffixes[0], fill)
         except OutputError as failed:
             raise OutputError(
                 f"{err.message}; saving it under {RESCUE_DIR} failed too ({failed.message})",
@@ -93,7 +87,7 @@ def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | Non
     early = stats.early_samples
     phases = f"{early} early perf_event + {stats.total_samples - early} BPF; " if early else ""
     print(
-        f"bpftop: wrote {stats.total_samples} samples to {where} ({chosen}; {phases}"
+        f"bpftop: wrote {stats.total_samples} samples to {where} ({chosen.name}; {phases}"
         f"lost events {stats.lost_events}, dropped {stats.dropped_samples}, "
         f"failed stack reads {stats.failed_stacks})",
         file=sys.stderr,
@@ -105,20 +99,6 @@ def save_recording(snap: Snapshot, meta: ProfileMeta, path: Path, fmt: str | Non
             f"({reasons})",
             file=sys.stderr,
         )
-
-
-def recording_writer(snap: Snapshot, meta: ProfileMeta, fmt: str) -> Callable[[IO[bytes]], object]:
-    """What writes the recording in ``fmt`` to an open stream (each call afresh:
-    the rescue writes it again). Folded text (``record``'s default) is streamed
-    from the tree's arrays: made whole, the ``SavedProfile`` of the scale
-    workload's ~38,600 stacks took ``record``'s peak from 290 MiB (sampling) to
-    331; streamed, 296 (bench.steady, medians of 3 runs). The other formats are
-    made from the whole ``SavedProfile``, up front."""
-    if fmt == "folded":
-        return tree_folded_writer(snap.tree)  # folded text has no metadata nor events
-    saved = from_tree(snap.tree, meta, snap.events_tree)
-    ids = build_ids(f.module for s in saved.stacks for f in s.frames) if fmt == "pprof" else {}
-    return saved_writer(saved, fmt, ids)
 
 
 def saved_snapshot(loaded: LoadedTree, path: Path) -> Snapshot:

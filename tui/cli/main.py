@@ -6,7 +6,7 @@
 NEW`` open saved profiles (:mod:`bpftop.tui.cli.files`). Every error a user
 must fix is a :class:`BpftopError`, printed as one line on stderr with a
 non-zero exit code; a bug of ours is one line too, naming the log file with
-its traceback (:mod:`bpftop.bpf.crash_log`; BPFTOP_DEBUG=1 raises it here).
+its traceback (:mod:`bpftop.base.crash_log`; BPFTOP_DEBUG=1 raises it here).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bpftop.bpf.crash_log import install_thread_hook, log_exception
-from bpftop.bpf.errors import BpftopError, InternalError
-from bpftop.tui.cli.args import build_parsers, settle
+from bpftop.base.crash_log import install_thread_hook, log_exception
+from bpftop.base.errors import BpftopError, InternalError
+from bpftop.tui.cli.args import parse_options
 from bpftop.tui.cli.early_start import open_early
 from bpftop.tui.cli.gc_tuning import gc_paused
 from bpftop.tui.cli.output_path import check_writable
@@ -38,19 +38,17 @@ def _main(args: list[str]) -> int:
 
             return run_file_command(args[0], args[1:])
         recording = args[:1] == ["record"]
-        live_parser, record_parser = build_parsers()
-        parser, argv_rest = (record_parser, args[1:]) if recording else (live_parser, args)
-        parsed = settle(parser.parse_args(argv_rest))
-        refuse_kernel_threads(parsed.pids or ())
-        if recording:
-            check_writable(parsed.output)  # before the first sample
+        options = parse_options(args[1:] if recording else args, recording=recording)
+        refuse_kernel_threads(options.pids)
+        if options.recording is not None:
+            check_writable(options.recording.output)  # before the first sample
         # Samples start now; the collector and its imports (numpy, ...) come after.
-        parsed.early_perf = open_early(parsed)
+        early = open_early(options)
         import_numpy_quietly()
         from bpftop.tui.collect.process_watch import map_large_blocks
 
         map_large_blocks()  # before the first tick's big, short-lived arrays
-        if parsed.early_perf is not None:  # the first tick symbolizes the samples since:
+        if early is not None:  # the first tick symbolizes the samples since:
             from bpftop.symbols.kallsyms import read_ahead
 
             read_ahead()  # the kernel's symbol table, read while the rest is imported
@@ -58,13 +56,13 @@ def _main(args: list[str]) -> int:
             if recording:
                 from bpftop.tui.cli.record import run_record
 
-                return run_record(parsed)
+                return run_record(options, early)
             from bpftop.tui.cli.live import run_live
 
-            return run_live(parsed)
+            return run_live(options, early)
         finally:
-            if parsed.early_perf is not None:
-                parsed.early_perf.close()
+            if early is not None:
+                early.close()
     except BpftopError as err:
         print(f"bpftop: {err}", file=sys.stderr)
         return err.exit_code

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 
 PF_KTHREAD = 0x00200000
 """The task flag (field 9 of /proc/PID/stat) of a kernel thread."""

@@ -8,22 +8,24 @@ the output path is checked before sampling starts, and the writers
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import threading
 import time
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
+from bpftop.bpf.perf_events import PerfSampler
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import JIT_HINT
 from bpftop.tui.cli.args import VERSION
 from bpftop.tui.cli.empty_record import EmptyRun, empty_reason, seconds_since_launch
 from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.output_path import check_writable
-from bpftop.tui.cli.session import check, end_launched, keep_stderr, make_collector
+from bpftop.tui.cli.session import check, keep_stderr
 from bpftop.tui.cli.shutdown import Shutdown, leave
+from bpftop.tui.collect.assemble import end_launched, make_collector
 from bpftop.tui.collect.collector import Collector
+from bpftop.tui.collect.options import Options, Recording
 from bpftop.tui.formats.saved import snapshot_meta
 from bpftop.tui.model.idle import snapshot_without_idle
 from bpftop.tui.model.snapshot import Phase, Snapshot
@@ -31,31 +33,36 @@ from bpftop.tui.model.snapshot import Phase, Snapshot
 IDLE_WAIT_S = 1.0  # record's main thread: the longest sleep once sampling runs
 
 
-def run_record(args: argparse.Namespace) -> int:
-    """Record on the parsed arguments, then write the file; the exit code."""
-    check_writable(args.output)  # (main checked it before sampling; a -- COMMAND's run)
-    sampler = check(args)
+def run_record(options: Options, early: PerfSampler | None = None) -> int:
+    """Record on ``options``, taking over ``early`` (perf_event sampling started
+    before the imports) if any, then write the file; the exit code."""
+    recording = options.recording
+    assert recording is not None, "record's options carry its output"
+    check_writable(recording.output)  # (main checked it before sampling; a -- COMMAND's run)
+    sampler = check(options)
     if sampler is None:
         return 0
     keep_stderr()
     done = threading.Event()
     shutdown = Shutdown(done.set, keep_first=True)  # the first signal: stop, write the file
-    shutdown.cut_message = f"bpftop: stopped again before {args.output} was written: not written"
+    shutdown.cut_message = (
+        f"bpftop: stopped again before {recording.output} was written: not written"
+    )
     shutdown.install()  # before a command is started held: it is never left stopped
-    collector = make_collector(args, sampler, interval_s=1.0)
-    shutdown.launched = getattr(args, "launched", None)
+    collector = make_collector(options, sampler, early)
+    shutdown.launched = collector.launched
     collector.headless = True  # the file is written from the last snapshot only
     tune_gc()
     errors: list[BpftopError] = []
     exited_at: list[float] = []  # when the collector saw the targets gone (s since launch)
-    collector.duration_s = args.duration  # -d may end before the first tick
-    started_ns = _sample(collector, args.duration, done, errors, exited_at)
-    code = command_code(getattr(args, "launched", None))  # before bpftop ends it
+    collector.duration_s = recording.duration_s  # -d may end before the first tick
+    started_ns = _sample(collector, recording.duration_s, done, errors, exited_at)
+    code = command_code(collector.launched)  # before bpftop ends it
     collector.stop(wait=False)  # the file first; a compile still running: see leave
-    end_launched(args)
-    shutdown.writing(str(args.output))
+    end_launched(collector)
+    shutdown.writing(str(recording.output))
     try:
-        _write(args, collector, errors, exited_at, started_ns)
+        _write(options, recording, collector, errors, exited_at, started_ns, early is not None)
     except BaseException:
         collector.stop()  # waits for a compile still running (BCC's exit hooks, below)
         raise
@@ -76,11 +83,13 @@ def command_code(launched: subprocess.Popen[bytes] | None) -> int:
 
 
 def _write(
-    args: argparse.Namespace,
+    options: Options,
+    recording: Recording,
     collector: Collector,
     errors: list[BpftopError],
     exited_at: list[float],
     started_ns: int | None,
+    early: bool,
 ) -> None:
     """Report what went wrong or was refused, then write the profile."""
     if errors:
@@ -96,12 +105,12 @@ def _write(
     assert snap is not None  # the collector posts before it does anything else
     end_ns = time.time_ns()
     meta = snapshot_meta(
-        snap, frequency_hz=args.frequency, start_ns=end_ns if started_ns is None else started_ns,
-        end_ns=end_ns, version=VERSION,
+        snap, frequency_hz=options.frequency,
+        start_ns=end_ns if started_ns is None else started_ns, end_ns=end_ns, version=VERSION,
     )  # fmt: skip
     from bpftop.tui.cli.files import save_recording  # the writers load only when needed
 
-    if not getattr(args, "idle", False):
+    if not options.idle:
         snap, hidden, share = snapshot_without_idle(snap)
         if hidden:
             print(
@@ -109,15 +118,17 @@ def _write(
                 "total: innermost frame a known wait, as py-spy does; --idle keeps them)",
                 file=sys.stderr,
             )
-    save_recording(snap, meta, args.output, args.format)
+    save_recording(snap, meta, recording.output, recording.output_format)
     jit = _jit_hint(snap)
     if jit:
         print(f"bpftop: {jit}", file=sys.stderr)
+    launched = collector.launched is not None
     if snap.stats.total_samples == 0:
-        print(f"bpftop: warning: {_empty_reason(args, snap, exited_at)}", file=sys.stderr)
-    elif exited_at and args.pids and getattr(args, "launched", None) is None:
+        reason = _empty_reason(options, snap, exited_at, early=early, launched=launched)
+        print(f"bpftop: warning: {reason}", file=sys.stderr)
+    elif exited_at and options.pids and not launched:
         print(  # py-spy says it too; a command's exit is its record's normal end
-            f"bpftop: process {args.pids[0]} exited {exited_at[0]:.1f} s after launch: "
+            f"bpftop: process {options.pids[0]} exited {exited_at[0]:.1f} s after launch: "
             "the recording ends there",
             file=sys.stderr,
         )
@@ -135,10 +146,12 @@ def _jit_hint(snap: Snapshot) -> str:
     return f"{100 * jit / total:.1f}% of the samples are in {JIT_HINT}"
 
 
-def _empty_reason(args: argparse.Namespace, snap: Snapshot, exited_at: list[float]) -> str:
+def _empty_reason(
+    options: Options, snap: Snapshot, exited_at: list[float], *, early: bool, launched: bool
+) -> str:
     """Why ``snap`` holds no samples (see empty_record)."""
-    pids = args.pids or ()
-    if args.all:
+    pids = options.pids
+    if options.all_processes:
         targets = "any process"
     elif len(pids) > 1:
         targets = "processes " + ", ".join(map(str, pids))
@@ -150,9 +163,9 @@ def _empty_reason(args: argparse.Namespace, snap: Snapshot, exited_at: list[floa
         probe=snap.stats.probe,
         targets=targets,
         exited=snap.phase is Phase.EXITED,
-        early=getattr(args, "early_perf", None) is not None,
+        early=early,
         after_s=exited_at[0] if exited_at else seconds_since_launch(),
-        launched=getattr(args, "launched", None) is not None,
+        launched=launched,
     )
     return empty_reason(run)
 

@@ -31,6 +31,7 @@ from types import FrameType
 from typing import NoReturn
 
 from bpftop.tui.cli.tty import hung_up
+from bpftop.tui.collect.targets import end_command
 from bpftop.tui.formats.atomic import abandon_unfinished
 
 GRACE_S = 1.5
@@ -47,23 +48,6 @@ def leave(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
-
-
-def end_command(proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
-    """End a command bpftop started (SIGTERM, continued if it is held; SIGKILL
-    if it has not ended ``wait_s`` later): never left stopped, nor waited on for ever."""
-    if proc is None or proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-        os.kill(proc.pid, signal.SIGCONT)
-    try:
-        proc.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=wait_s)
 
 
 def mute(fds: tuple[int, ...] = (0, 1, 2)) -> None:

@@ -1,8 +1,11 @@
 """The screen commands' one precondition: a terminal; whether one went away;
 and their exit code once the app ended (:func:`screen_exit_code`).
 
-Textual started without one (stdin or stdout a pipe or a file) shows nothing
-and spins a core at full speed, so the live view and ``view`` refuse instead.
+Textual started without one (stdin a pipe or a file) shows nothing and spins
+a core at full speed, so the live view and ``view`` refuse instead. Keys come
+from stdin's terminal, and the screen is drawn on that terminal whatever
+stdout and stderr are: ``bpftop -- cmd > file`` sends the command's output to
+the file, as the user's shell asked, and the view to the terminal.
 """
 
 from __future__ import annotations
@@ -11,19 +14,19 @@ import os
 import select
 import sys
 
-from bpftop.bpf.errors import InternalError, UsageError
+from bpftop.base.errors import InternalError, UsageError
 
 
 def has_terminal() -> bool:
-    """Whether stdin and stdout are both a terminal."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+    """Whether stdin is a terminal (the one the screen is drawn on)."""
+    return sys.stdin.isatty()
 
 
 def require_terminal(hint: str) -> None:
     """Raise a UsageError with ``hint`` (what to do without one) when there is no
     terminal, or one that says it cannot draw (TERM=dumb: no cursor movement)."""
     if not has_terminal():
-        raise UsageError("this view needs a terminal (stdin or stdout is not one)", hint)
+        raise UsageError("this view needs a terminal (stdin is not one)", hint)
     if os.environ.get("TERM") == "dumb":
         raise UsageError(
             "this view needs a terminal that can draw, and TERM=dumb says this one cannot",

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from bpftop.bpf.crash_log import log_exception
-from bpftop.bpf.errors import BpftopError, InternalError
+from bpftop.base.crash_log import log_exception
+from bpftop.base.errors import BpftopError, InternalError
 from bpftop.bpf.perf_events import PerfSampler
 from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
@@ -48,6 +48,7 @@ from bpftop.tui.collect.targets import (
     ProcessLabels,
     SystemWatch,
     has_maps,
+    held_command,
     release,
     resume,
 )
@@ -115,8 +116,12 @@ class Collector:
         self._probe_message = ""
         self._commands = Commands()
         self._threads = ThreadNames(python_of=self._stacks.python.runtime)
+        # children not followed (no --children) are counted: the header suggests following them
+        self._count_children = not getattr(sampler, "follow_children", False)
         self._process: ProcessWatch | SystemWatch = (
-            SystemWatch(self._threads) if system_wide else ProcessWatch(pid)
+            SystemWatch(self._threads)
+            if system_wide
+            else ProcessWatch(pid, held_command(launched), self._count_children)
         )
         self._followed = Followed(self._targets[1:], self._symbolizer, sampler, self._labels)
         self._facts = DiagnosticsFacts()  # Diagnostics' and the header's cost figures
@@ -144,6 +149,11 @@ class Collector:
         self._on_snapshot: Callable[[Snapshot], None] = lambda _: None
         self._on_error: Callable[[BpftopError], None] = lambda _: None
         self.last: Snapshot | None = None
+
+    @property
+    def launched(self) -> subprocess.Popen[bytes] | None:
+        """The command bpftop started held (``-- COMMAND``), or None."""
+        return self._launched
 
     # -- SnapshotSource -------------------------------------------------------
     def start(
@@ -426,7 +436,7 @@ class Collector:
             self._stacks.python.exec(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
-                self._process = ProcessWatch(tgid)
+                self._process = ProcessWatch(tgid, (), self._count_children)
 
     def _absorb_early(self, feed: EarlyFeed, bpf_coming: bool = True) -> None:
         """An early tick: none sampled after stop() nor after ``duration_s`` of

@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.perf_events import PerfSample, PerfSampler
-from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.probes import ProbeSpec
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
 from bpftop.tui.collect.niceness import Yielding
@@ -71,7 +71,7 @@ def early_feed(
     """perf_event sampling for CPU sampling (``spec``) when ``wanted``: ``perf``,
     the sampler the CLI started, taken over, or one started now (None: ``perf``
     closed, or it cannot open: BPF's load then says why)."""
-    if not wanted or spec.kind is not ProbeKind.PROFILE:
+    if not wanted or not spec.is_profile:
         if perf is not None:
             perf.close()
         return None

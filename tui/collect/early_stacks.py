@@ -3,7 +3,7 @@
 Owns :class:`EarlyStacks`. An early sample carries the kernel's frame-pointer
 chain and, beside it, the user registers and a copy of the top of the user
 stack (what ``perf record --call-graph dwarf`` copies). The copy is walked
-with the process's .eh_frame tables (:func:`~bpftop.symbols.stack_walk.walk_copied_stack`,
+with the process's .eh_frame tables (:func:`~bpftop.symbols.unwind.stack_walk.walk_copied_stack`,
 the same rules as the in-kernel walker), so early stacks of binaries without
 frame pointers are as complete as BPF's. The tables are built or loaded from
 the disk cache on a thread of their own, for the targets given at the start
@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 from bpftop.bpf.perf_events import PerfSample
 from bpftop.bpf.raw import Addresses
-from bpftop.symbols.process_tables import ProcessTables
-from bpftop.symbols.stack_walk import TableLookup, UserRegs, walk_copied_stack
+from bpftop.symbols.unwind.process_tables import ProcessTables
+from bpftop.symbols.unwind.stack_walk import TableLookup, UserRegs, walk_copied_stack
 
 EARLY_FP = "perf_event, frame pointers"
 EARLY_WALKED = "perf_event, .eh_frame walk in user space"

@@ -13,9 +13,17 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bpftop.bpf.errors import BpftopError
+from bpftop.base.errors import BpftopError
 from bpftop.bpf.probes import HARDWARE_EVENTS, SOFTWARE_EVENTS, ProbeKind, parse_spec
-from bpftop.bpf.resolve import function_symbols, mapped_files, resolve, tracepoint_names
+from bpftop.bpf.resolve import (
+    function_symbols,
+    mapped_files,
+    matches_name,
+    public_names,
+    resolve,
+    seen_by,
+    tracepoint_names,
+)
 
 MAX_COMPLETIONS = 30
 KIND_STARTS = (
@@ -40,6 +48,10 @@ def _check_with_kernel(text: str, pids: Sequence[int]) -> str:
     return ""
 
 
+def _target_symbols(path: str, pid: int) -> Sequence[tuple[str, int]]:
+    return function_symbols(seen_by(path, pid))
+
+
 @dataclass
 class ProbeCompleter:
     """Completion and validation against the targets' processes."""
@@ -47,7 +59,7 @@ class ProbeCompleter:
     pids: Sequence[int] = ()
     tracepoints: Callable[[], Sequence[str]] = tracepoint_names
     files: Callable[[int], Sequence[str]] = mapped_files
-    symbols: Callable[[str], Sequence[tuple[str, int]]] = function_symbols
+    symbols: Callable[[str, int], Sequence[tuple[str, int]]] = _target_symbols
     checker: Callable[[str, Sequence[int]], str] = _check_with_kernel
     _cache: dict[str, str] = field(default_factory=dict)
 
@@ -77,15 +89,21 @@ class ProbeCompleter:
         target, sep, symbol = rest.partition(":")
         files = self._files()
         if not sep:
-            names = {os.path.basename(p) for p in files} | set(files)
+            names = {os.path.basename(p) for p, _ in files} | {p for p, _ in files}
             return [f"{head}:{n}:" for n in sorted(names) if n.startswith(target)]
-        path = next((p for p in files if target in (p, os.path.basename(p))), target)
+        # the file the switch would attach to: one the target maps, read as it sees it
+        found = [(p, pid) for p, pid in files if p == target or matches_name(p, target)]
+        path, pid = found[0] if found else (target, self.pids[0] if self.pids else -1)
         try:
-            symbols = self.symbols(path)
+            symbols = self.symbols(path, pid)
         except BpftopError:  # unreadable: nothing to complete (checking says why)
             return []
-        matching = sorted({n for n, _ in symbols if n.startswith(symbol)})
-        return [f"{head}:{target}:{n}" for n in matching]
+        return [f"{head}:{target}:{n}" for n in public_names(symbols, symbol)]
 
-    def _files(self) -> list[str]:
-        return list(dict.fromkeys(p for pid in self.pids for p in self.files(pid)))
+    def _files(self) -> list[tuple[str, int]]:
+        """(path, pid) of each file the targets map, the first process mapping it."""
+        found: dict[str, int] = {}
+        for pid in self.pids:
+            for path in self.files(pid):
+                found.setdefault(path, pid)
+        return list(found.items())

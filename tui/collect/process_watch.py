@@ -1,7 +1,9 @@
 """Facts about the profiled process, tick to tick.
 
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
-exited: a process lives while any of its threads does) and
+exited: a process lives while any of its threads does; a command bpftop holds
+before its exec is named as the user typed it, not as the holding shell; the
+children it runs that are not followed) and
 :func:`trim_heap` and :func:`map_large_blocks` (bpftop's own freed memory
 back to the system). Used from the collector thread (``map_large_blocks``:
 once, at launch, by the CLI).
@@ -14,25 +16,37 @@ import ctypes
 import ctypes.util
 import dataclasses
 import os
+import shlex
+from collections.abc import Sequence
 
 import psutil
 
-from bpftop.bpf.errors import NoSuchProcessError
-from bpftop.tui.model.snapshot import ProcessInfo
+from bpftop.base.errors import NoSuchProcessError
+from bpftop.tui.model.snapshot import CHILDREN_HINT_CPU, ProcessInfo
 
 
 class ProcessWatch:
-    """psutil facts about the target, and whether it has exited."""
+    """psutil facts about the target, and whether it has exited.
 
-    def __init__(self, pid: int) -> None:
+    ``command``: the command a held launch will exec (the process is still the
+    shell that holds it: its name and command line are the command's);
+    ``count_children``: count its live child processes (not followed) while
+    it uses under ``CHILDREN_HINT_CPU`` itself."""
+
+    def __init__(self, pid: int, command: Sequence[str] = (), count_children: bool = False) -> None:
         self.pid = pid
         self.gone = False
+        self._count_children = count_children
         try:
             self._proc = psutil.Process(pid)
             if not any_thread_alive(pid):  # a zombie leader with live threads is alive
                 raise psutil.ZombieProcess(pid)
-            self.name = self._proc.name()
-            self._cmdline = " ".join(_cmdline(self._proc)) or f"[{self.name}]"
+            if command:
+                self.name = os.path.basename(command[0])[:15]  # as the kernel's comm will be
+                self._cmdline = shlex.join(command)
+            else:
+                self.name = self._proc.name()
+                self._cmdline = " ".join(_cmdline(self._proc)) or f"[{self.name}]"
         except psutil.Error:
             raise NoSuchProcessError(
                 f"process {pid} has exited", "check the pid with ps or pgrep"
@@ -59,15 +73,18 @@ class ProcessWatch:
             return dataclasses.replace(self._last, alive=False)
         try:
             with self._proc.oneshot():
+                cpu_percent = self._proc.cpu_percent()
+                idle = self._count_children and cpu_percent < CHILDREN_HINT_CPU
                 self._last = ProcessInfo(
                     pid=self.pid,
                     name=self.name,
                     cmdline=self._cmdline,
-                    cpu_percent=self._proc.cpu_percent(),
+                    cpu_percent=cpu_percent,
                     rss_bytes=self._proc.memory_info().rss,
                     num_threads=self._proc.num_threads(),
                     alive=True,
                     stopped=self._proc.status() == psutil.STATUS_STOPPED,
+                    children=live_children(self.pid) if idle else 0,  # a read per thread
                 )
         except psutil.Error:
             self.gone = True
@@ -80,6 +97,22 @@ def _cmdline(proc: psutil.Process) -> list[str]:
         return proc.cmdline()
     except psutil.ZombieProcess:
         return []
+
+
+def live_children(pid: int) -> int:
+    """How many child processes ``pid`` has now (its threads' children files)."""
+    found: set[str] = set()
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                found.update(f.read().split())
+        except OSError:
+            continue
+    return len(found)
 
 
 def _stat_fields(path: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Owns :class:`PythonFeed`: on the collector thread, it checks each sampled
 process once (and again after an exec) for a CPython interpreter
-(:func:`~bpftop.symbols.python_runtime.find_python`), describes a verified
+(:func:`~bpftop.symbols.python.runtime.find_python`), describes a verified
 one to the loaded program's walker (``bpf/python_walk.py``), and keeps one
 line per refused interpreter (``notes``: a Python whose layout bpftop cannot
 verify; its native stacks go on), and merges the Python frames of their
@@ -20,7 +20,7 @@ from typing import Any
 from bpftop.bpf.python_walk import PythonWalker
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_runtime import PythonRefused, PythonRuntime, find_python, refusal
+from bpftop.symbols.python.runtime import PythonRefused, PythonRuntime, find_python, refusal
 from bpftop.tui.collect.python_frames import PythonFrames
 from bpftop.tui.collect.python_procs import walker_process
 

@@ -1,7 +1,7 @@
 """A sample's Python frames, named and merged into its native stack.
 
 Owns :class:`PythonFrames`: per verified Python process, a code-object namer
-(:class:`~bpftop.symbols.python_code.CodeNames`), made on first use and
+(:class:`~bpftop.symbols.python.code.CodeNames`), made on first use and
 dropped when the process exec's or exits; :meth:`PythonFrames.merged` turns
 the kernel's ``(code address, instruction index, is_entry, identity)`` records into
 ``QUALNAME (FILE:LINE)`` frames and merges them py-spy's way: walking the
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved
-from bpftop.symbols.perf_trampolines import is_python_trampoline
-from bpftop.symbols.python_code import CodeNames
-from bpftop.symbols.python_runtime import PythonRuntime
+from bpftop.symbols.python.code import CodeNames
+from bpftop.symbols.python.runtime import PythonRuntime
+from bpftop.symbols.unwind.perf_trampolines import is_python_trampoline
 
 CUT_FRAME = Frame(
     "[Python frames cut: deeper than the walk limit]", "", 0, reason=Unresolved.STACK_TOO_DEEP

@@ -1,7 +1,7 @@
 """What the kernel's Python walker is told about one verified interpreter.
 
-Owns :func:`walker_process`: a :class:`~bpftop.symbols.python_runtime.PythonRuntime`
-(addresses and :class:`~bpftop.symbols.python_layout.PythonLayout`) as
+Owns :func:`walker_process`: a :class:`~bpftop.symbols.python.runtime.PythonRuntime`
+(addresses and :class:`~bpftop.symbols.python.layout.PythonLayout`) as
 bpf/python.bpf.c's ``struct python_proc`` wants it: where the thread's own
 state is, and byte offsets turned into indices into the walker's two
 80-byte reads (one at a frame, one at a code object's identity fields), or
@@ -11,7 +11,7 @@ a one-line reason when the layout does not fit those reads.
 from __future__ import annotations
 
 from bpftop.bpf.python_walk import PythonProcess
-from bpftop.symbols.python_runtime import PythonRuntime
+from bpftop.symbols.python.runtime import PythonRuntime
 
 WINDOW = 80  # python.bpf.c: PY_WINDOW_WORDS * 8
 

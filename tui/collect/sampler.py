@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.probes import ProbeSpec
 from bpftop.bpf.python_walk import PythonCounts
 from bpftop.bpf.raw import MapUsage, RawTick
 from bpftop.bpf.stats import ProgStats
 from bpftop.bpf.unwinder import UnwindState
-
-PERF_KINDS = (ProbeKind.PROFILE, ProbeKind.SOFTWARE, ProbeKind.HARDWARE)
 
 
 class Sampler(Protocol):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved, truncation
 from bpftop.symbols.hints import Hints
-from bpftop.symbols.short_names import is_cxx, short_name
+from bpftop.symbols.names.short import is_cxx, short_name
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect.python_feed import PythonFeed
 from bpftop.tui.model.snapshot import UnknownShare

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from bpftop.bpf.errors import UsageError
+from bpftop.base.errors import UsageError
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.process import read_start_time
 from bpftop.symbols.symbolizer import Symbolizer
@@ -55,6 +55,13 @@ def launch_held(command: Sequence[str]) -> subprocess.Popen[bytes]:
             raise UsageError(f"could not start {command[0]} held", "is /bin/sh usable?")
         time.sleep(0.001)
     return proc
+
+
+def held_command(proc: subprocess.Popen[bytes] | None) -> list[str]:
+    """The command a ``launch_held`` process will exec (as the user gave it), or []."""
+    if proc is None or not isinstance(proc.args, list) or proc.args[2:3] != [HOLD]:
+        return []
+    return [str(arg) for arg in proc.args[3:]]
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -94,6 +101,23 @@ def resume(proc: subprocess.Popen[bytes]) -> None:
     """Let the exec'd command run its first instruction."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(proc.pid, signal.SIGCONT)
+
+
+def end_command(proc: subprocess.Popen[bytes] | None, wait_s: float) -> None:
+    """End a command bpftop started (SIGTERM, continued if it is held; SIGKILL
+    if it has not ended ``wait_s`` later): never left stopped, nor waited on for ever."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGCONT)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait_s)
 
 
 def is_stopped(pid: int) -> bool:

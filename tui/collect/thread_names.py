@@ -5,7 +5,7 @@ Owns :class:`ThreadNames` (tid -> name for every process sampled: -p -p,
 exit names it again: its last name). A thread of a verified CPython (3.11-3.14)
 process is named as ``threading`` names it (``worker-a``; its comm is the
 interpreter's, ``python3``, for every thread), read from the process's
-memory (:class:`~bpftop.symbols.python_threads.PythonThreadNames`) when a
+memory (:class:`~bpftop.symbols.python.threads.PythonThreadNames`) when a
 thread of it is first sampled, at most once per ``PYTHON_READ_S`` per
 process (a new thread seen sooner waits for the next tick past it), and
 once more when the process is first known to be Python (the walker checks
@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 
 from bpftop.bpf.raw import RawTick
-from bpftop.symbols.python_runtime import PythonRuntime
-from bpftop.symbols.python_threads import PythonThreadNames
+from bpftop.symbols.python.runtime import PythonRuntime
+from bpftop.symbols.python.threads import PythonThreadNames
 
 PYTHON_READ_S = 1.0  # at most one read of a process's threading names per this
 

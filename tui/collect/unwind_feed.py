@@ -1,10 +1,11 @@
 """Feeds the in-kernel unwinder: every process bpftop samples gets its tables.
 
 Owns :class:`UnwindFeed`: three worker threads for all processes. One reads each
-process's executable mappings (:func:`~bpftop.symbols.code_ranges.code_ranges`)
+process's executable mappings (:func:`~bpftop.symbols.elf.code_ranges.code_ranges`)
 and describes it with the tables already built or on disk (milliseconds);
 another builds the missing ones (seconds each, cold), most-sampled process
-first, through a shared :class:`~bpftop.symbols.process_tables.ProcessTables` (per file, once: a
+first, through a shared
+:class:`~bpftop.symbols.unwind.process_tables.ProcessTables` (per file, once: a
 library mapped by many processes, or two processes of one binary, cost one
 build; the early sampler's user-space walk uses the same tables). It starts
 before the BPF program is compiled, so the slow builds overlap the compile;
@@ -37,10 +38,10 @@ from typing import TYPE_CHECKING
 
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
-from bpftop.symbols.code_ranges import CodeRange, read_maps_text
-from bpftop.symbols.perf_trampolines import all_code_ranges
-from bpftop.symbols.process_tables import ProcessTables
-from bpftop.symbols.unwind_cache import UnwindCache
+from bpftop.symbols.elf.code_ranges import CodeRange, read_maps_text
+from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.perf_trampolines import all_code_ranges
+from bpftop.symbols.unwind.process_tables import ProcessTables
 from bpftop.tui.collect.busy import busy_processes
 from bpftop.tui.collect.niceness import Yielding
 from bpftop.tui.collect.targets import is_process, is_stopped

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from bpftop.bpf.errors import OutputError
+from bpftop.base.errors import OutputError
 
 STDOUT = "-"
 """The output name that means standard output."""

@@ -4,7 +4,7 @@ Folded text carries nothing but labels, so the view needs no per-stack
 values: one C-level regex pass finds every line, each distinct frame text
 gets an id (a chunk of lines split at once, looked up through a dict), the
 ids become a matrix of key paths ("all", the group = first frame, frames),
-and ``path_tree`` merges the paths into a ``LiveTree`` with array passes.
+and ``array_tree`` merges the paths into a ``LiveTree`` with array passes.
 The tree equals ``to_profile(from_folded(text)).tree()``. ``cap_depth`` cuts
 stacks deeper than ``MAX_FRAMES`` first; a count beyond 64 bits raises
 ``CountOverflow`` (the caller names the file and line). No Textual, no I/O.
@@ -20,7 +20,7 @@ import numpy as np
 
 from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX
 from bpftop.tui.formats.saved import CUT_FRAME, MAX_FRAMES
-from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
+from bpftop.tui.model.array_tree import first_of_function, merge_paths, merged_root, path_matrix
 from bpftop.tui.model.store import INLINED, Ids, LiveNode, NodeKey, TreeStore
 
 _LINE = re.compile(r"^[^\S\n]*(\S[^\n]*) (\d+)[^\S\n]*$", re.MULTILINE)

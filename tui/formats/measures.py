@@ -20,17 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
+from bpftop.bpf.probes import Attach, ProbeSpecError, parse_spec
 from bpftop.tui.formats.saved import ProfileMeta
 
 _CLOCKS = ("cpu-clock", "task-clock")
-_EVENT_WORDS = {
-    ProbeKind.UPROBE: "calls",
-    ProbeKind.KPROBE: "calls",
-    ProbeKind.KRETPROBE: "returns",
-    ProbeKind.USDT: "hits",
-    ProbeKind.TRACEPOINT: "hits",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +80,13 @@ def probe_measure(probe: str) -> Measure | None:
         spec = None
     if spec is None:
         return None
-    kind = spec.kind
-    if kind is ProbeKind.PROFILE:
+    rule = spec.rule
+    if rule.time:
+        return Measure(rule.events, rule.time)
+    if rule.attach is not Attach.PERF_EVENT:
+        return Measure(rule.events)
+    if spec.is_profile:
         return Measure("samples", "cpu", 1_000_000_000 // max(1, spec.number))
-    if kind is ProbeKind.SOFTWARE and spec.name in _CLOCKS:
+    if spec.name in _CLOCKS:
         return Measure("samples", "cpu", max(1, spec.number))
-    if kind in (ProbeKind.SOFTWARE, ProbeKind.HARDWARE):
-        return Measure(spec.name, period=max(1, spec.number))
-    if kind is ProbeKind.URETPROBE:
-        return Measure("calls", "wall")
-    if kind is ProbeKind.OFFCPU:
-        return Measure("blocks", "off-cpu")
-    return Measure(_EVENT_WORDS.get(kind, "hits"))
+    return Measure(spec.name, period=max(1, spec.number))

@@ -18,10 +18,10 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import numpy.typing as npt
 
-from bpftop.bpf.probes import ProbeKind, ProbeSpecError, parse_spec
+from bpftop.bpf.probes import ProbeSpecError, parse_spec
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_code import python_label, python_qualname
-from bpftop.tui.model.path_tree import ancestors, array_tree
+from bpftop.symbols.python.code import python_label, python_qualname
+from bpftop.tui.model.array_tree import ancestors, array_tree
 from bpftop.tui.model.profile import Profile
 from bpftop.tui.model.snapshot import CallNode, Snapshot
 from bpftop.tui.model.store import INLINED, UNRESOLVED, LiveTree, NodeKey
@@ -161,6 +161,19 @@ class SavedProfile:
         return list(dict.fromkeys(stack.thread for stack in self.stacks))
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedTree:
+    """What the app needs of a saved profile: its metadata, call tree, what was
+    skipped (unreadable lines or samples) and how many stacks were cut at ``MAX_FRAMES``."""
+
+    meta: ProfileMeta
+    tree: CallNode
+    skipped: int
+    truncated: int = 0
+    events: int = 0
+    """A time probe's events (calls, blocks) per stack, summed (0: none in the file)."""
+
+
 def python_function(frame: SavedFrame) -> str | None:
     """A Python frame's function (bpftop names it ``QUALNAME (FILE:LINE)``, its
     module FILE): what formats that keep the function, file and line apart
@@ -298,7 +311,7 @@ def snapshot_meta(
     timed = bool(snap.weight_unit)
     try:
         spec = parse_spec(snap.stats.probe)
-        if spec.kind is ProbeKind.PROFILE:
+        if spec.is_profile:
             frequency_hz = spec.number  # the probe's own rate, whatever -F said
     except ProbeSpecError:
         pass

@@ -1,20 +1,28 @@
-"""Folded stacks to and from a ``SavedProfile``, and the differential form.
+"""Folded stacks to and from a ``SavedProfile``, the differential form, and the folded codec.
 
 Folded text carries no metadata and no modules: a line is
 ``group;outermost;...;leaf COUNT`` (``tui.formats.folded`` defines it), so a
 read-back frame knows its label and whether it is a kernel frame (``_[k]``)
 or an inline frame (``_[i]``).
 ``diff_lines`` writes the two-count lines flamegraph.pl's difference graphs
-read: ``stack BASE_COUNT NEW_COUNT``.
+read: ``stack BASE_COUNT NEW_COUNT``. :data:`CODEC` is the format's entry in
+the registry: it streams a call tree's lines without a ``SavedProfile``, and
+``view`` builds the tree straight from the text (``folded_tree``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import IO
 
 from bpftop.tui.formats.folded import INLINE_SUFFIX, KERNEL_SUFFIX, frame_label
-from bpftop.tui.formats.folded_tree import parse_folded
+from bpftop.tui.formats.folded_tree import CountOverflow, folded_tree, parse_folded, parse_lines
+from bpftop.tui.formats.folded_tree import cap_depth as cap_depth_lines
+from bpftop.tui.formats.registry import Fill, FormatError
 from bpftop.tui.formats.saved import (
+    LoadedTree,
     ProfileMeta,
     SavedFrame,
     SavedProfile,
@@ -22,6 +30,7 @@ from bpftop.tui.formats.saved import (
     cap_depth,
     tree_stacks,
 )
+from bpftop.tui.formats.sniff import decode_text, drop_bad_lines
 from bpftop.tui.model.snapshot import CallNode
 
 
@@ -93,3 +102,57 @@ def diff_lines(base: SavedProfile, new: SavedProfile) -> Iterator[str]:
     for text, count in before.items():
         if text not in after:
             yield f"{text} {count} 0"
+
+
+def write_lines(out: IO[bytes], lines: Iterable[str]) -> int:
+    """Write each line and a newline; how many lines."""
+    count = 0
+    for line in lines:
+        out.write(f"{line}\n".encode())
+        count += 1
+    return count
+
+
+def _overflow(text: str, err: CountOverflow) -> FormatError:
+    """The error naming the first line whose count is ``err.count``."""
+    found = re.search(rf"[ \t]{err.count}[ \t]*\r?$", text, re.MULTILINE)
+    return FormatError(
+        f"count {err.count} does not fit in 64 bits",
+        "is this a folded stack file?",
+        line=text.count("\n", 0, found.start()) + 1 if found else 0,
+    )
+
+
+class FoldedCodec:
+    """Folded text: written line by line, read back line by line (lines that held
+    bytes that are not UTF-8, or have no count, are skipped and counted)."""
+
+    def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
+        return lambda out: write_lines(out, saved_lines(saved))
+
+    def tree_writer(self, tree: CallNode, meta: ProfileMeta, events: CallNode | None) -> Fill:
+        return lambda out: write_lines(out, tree_lines(tree))  # no metadata nor events
+
+    def read(self, payload: bytes | str) -> SavedProfile:
+        text, bad = drop_bad_lines(_text(payload))
+        try:
+            saved = from_folded(text)
+        except CountOverflow as err:
+            raise _overflow(text, err) from None
+        return replace(saved, skipped=saved.skipped + bad)
+
+    def read_tree(self, payload: bytes | str) -> LoadedTree:
+        text, bad = drop_bad_lines(_text(payload))
+        found, skipped = parse_lines(text)
+        found, cut = cap_depth_lines(found)
+        try:
+            return LoadedTree(ProfileMeta(), folded_tree(found), skipped + bad, cut)
+        except CountOverflow as err:
+            raise _overflow(text, err) from None
+
+
+def _text(payload: bytes | str) -> str:
+    return payload if isinstance(payload, str) else decode_text(payload)
+
+
+CODEC = FoldedCodec()

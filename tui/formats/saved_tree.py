@@ -3,7 +3,7 @@
 ``Profile.add`` walks every frame of every stack (right for a live profile
 that grows a tick at a time); a saved profile is known whole, so
 ``build_tree`` turns its stacks into a matrix of key paths ("all", the
-group, frames) and ``path_tree`` merges them into a ``LiveTree``. The result
+group, frames) and ``array_tree`` merges them into a ``LiveTree``. The result
 equals ``to_profile(saved).tree()`` (a frame's source and flags come from the
 first frame of its key). No Textual, no I/O.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from bpftop.tui.formats.saved import SavedFrame, SavedProfile
-from bpftop.tui.model.path_tree import first_of_function, merge_paths, merged_root, path_matrix
+from bpftop.tui.model.array_tree import first_of_function, merge_paths, merged_root, path_matrix
 from bpftop.tui.model.store import INLINED, UNRESOLVED, LiveNode, TreeStore
 
 

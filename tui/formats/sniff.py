@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from bpftop.tui.formats.kinds import ProfileFileError
+from bpftop.tui.formats.registry import FileFormat, ProfileFileError, by_name
 
 _FOLDED_LINE = re.compile(r"[^\n]*\S[ \t]+\d+(?:[ \t]+\d+)?[ \t]*\r?")
 _XML_START = re.compile(r"<(?:\?xml|svg|!DOCTYPE|!--|html)\b", re.IGNORECASE)
@@ -50,19 +50,21 @@ def is_text_profile(data: bytes) -> bool:
     return first.lstrip().startswith("{") or bool(_FOLDED_LINE.fullmatch(first))
 
 
-def classify(data: bytes, source: object) -> tuple[str, bytes | str]:
-    """("pprof", gzip bytes), ("speedscope", JSON text) or ("folded", text)."""
+def classify(data: bytes, source: object) -> tuple[FileFormat, bytes | str]:
+    """The registry's format of ``data`` and its payload: pprof and gzip bytes (a
+    gzipped text profile too: the caller inflates and classifies again),
+    speedscope and JSON text, or folded and text."""
     if data[:2] == b"\x1f\x8b":
-        return "pprof", data
+        return by_name("pprof"), data
     text = decode_text(data)
     first = _first_line(text)
     if first.lstrip().startswith("{"):  # bad bytes in JSON strings become U+FFFD
-        return "speedscope", data.decode("utf-8", errors="replace")
+        return by_name("speedscope"), data.decode("utf-8", errors="replace")
     if _FOLDED_LINE.fullmatch(first):
-        return "folded", text
+        return by_name("folded"), text
     if _XML_START.match(first.lstrip()):
         raise ProfileFileError(
             f"{source} looks like XML/SVG", "an SVG flame graph cannot be read back; "
             "use the folded, speedscope or pprof file",
         )  # fmt: skip
-    return "folded", text  # lines without counts are skipped and counted
+    return by_name("folded"), text  # lines without counts are skipped and counted

@@ -15,11 +15,15 @@ their name and exporter go into ``ProfileMeta.source``. No I/O here.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from bpftop.tui.formats.registry import Fill, FormatError
 from bpftop.tui.formats.saved import (
     NANOSECONDS,
+    LoadedTree,
     ProfileMeta,
     SavedFrame,
     SavedProfile,
@@ -33,7 +37,7 @@ TIME_UNITS = {"nanoseconds": 1.0, "microseconds": 1e3, "milliseconds": 1e6, "sec
 """speedscope's time units, in nanoseconds."""
 
 
-class SpeedscopeError(ValueError):
+class SpeedscopeError(FormatError):
     """The JSON is not a speedscope file bpftop can read."""
 
 
@@ -188,3 +192,29 @@ def from_speedscope(doc: object) -> SavedProfile:
     else:
         meta = _own_meta(doc, profiles, timed)
     return SavedProfile(meta, tuple(stacks), skipped)
+
+
+class SpeedscopeCodec:
+    """speedscope JSON, compact; read back from bpftop's files and other tools'."""
+
+    def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
+        text = json.dumps(to_speedscope(saved), separators=(",", ":"))
+        return lambda out: out.write(text.encode())
+
+    def tree_writer(self, tree: object, meta: ProfileMeta, events: object) -> None:
+        return None
+
+    def read(self, payload: bytes | str) -> SavedProfile:
+        try:
+            return from_speedscope(json.loads(payload))
+        except json.JSONDecodeError as err:
+            raise FormatError(
+                f"broken JSON at line {err.lineno} column {err.colno} ({err.msg})",
+                "the file may be truncated; export it again",
+            ) from None
+
+    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
+        return None
+
+
+CODEC = SpeedscopeCodec()

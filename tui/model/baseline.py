@@ -10,9 +10,9 @@ costs anything. No Textual here.
 
 from __future__ import annotations
 
+from bpftop.tui.model.derived import NodePath
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import NodePath
 
 Delta = tuple[float, float]
 

@@ -31,8 +31,8 @@ from dataclasses import replace
 import numpy as np
 
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.python_code import is_python_frame
-from bpftop.tui.model.path_tree import array_tree
+from bpftop.symbols.python.code import is_python_frame
+from bpftop.tui.model.array_tree import array_tree
 from bpftop.tui.model.snapshot import CallNode, Snapshot, ThreadShare
 from bpftop.tui.model.store import ROOT, NodeKey
 

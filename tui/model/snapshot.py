@@ -43,6 +43,10 @@ class Phase(StrEnum):
     SAVED = "saved profile"
 
 
+CHILDREN_HINT_CPU = 5.0
+"""Under this CPU % a target is taken to leave its work to its children."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessInfo:
     """Facts about the target process (from psutil), as of this tick; with -a
@@ -60,6 +64,9 @@ class ProcessInfo:
     processes: int = 0
     cpus: int = 0
     stopped: bool = False  # SIGSTOPped: nothing runs, so nothing is sampled
+    # Child processes running now that are not profiled (no --children); counted
+    # only while the target itself uses under CHILDREN_HINT_CPU (the header's hint).
+    children: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,6 +214,9 @@ class LiveTree:
         self.key_ids: Final = shape.key_ids  # append-only
         self.sources: Final = shape.sources  # append-only (file:line found later)
         self.start_lines: Final = shape.start_lines  # append-only
+        self.has_kids: npt.NDArray[np.bool_] | None = None
+        """Per node, whether it has children, where its own count does not say
+        (a callers tree: own is the function's leaf samples, not where paths end)."""
 
     @classmethod
     def freeze(cls, store: TreeStore, self_counts: Counts, totals: Counts) -> LiveTree:
@@ -391,6 +394,9 @@ class LiveNode(CallNode):
     def has_children(self) -> bool:
         if self._kids is not None:
             return bool(self._kids)
+        has_kids = self._tree.has_kids
+        if has_kids is not None:
+            return bool(has_kids[self._index])
         return self.total_count > self.self_count  # the rest is its children's
 
     def children_with(self, min_total: int) -> tuple[CallNode, ...]:

@@ -14,20 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bpftop.symbols.python_code import is_python_frame
+from bpftop.symbols.python.code import is_python_frame
+from bpftop.tui.model.array_tree import array_tree
 from bpftop.tui.model.baseline import Baseline
-from bpftop.tui.model.idle import drop_idle, has_idle
-from bpftop.tui.model.path_tree import array_tree
-from bpftop.tui.model.snapshot import CallNode, HotFunction
-from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import (
-    by_function,
-    chain_to,
-    compile_search,
-    node_at,
-    regrouped_path,
-)
-from bpftop.tui.model.views import (
+from bpftop.tui.model.derived import (
     Match,
     NodePath,
     filter_tree,
@@ -37,6 +27,16 @@ from bpftop.tui.model.views import (
     keep_frames,
     rename_frames,
 )
+from bpftop.tui.model.idle import drop_idle, has_idle
+from bpftop.tui.model.node_paths import (
+    by_function,
+    chain_to,
+    compile_search,
+    node_at,
+    regrouped_path,
+)
+from bpftop.tui.model.snapshot import CallNode, HotFunction
+from bpftop.tui.model.store import NodeKey
 
 FRAME_FILTERS: dict[str, Match | None] = {
     "all": None,

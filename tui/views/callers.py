@@ -8,11 +8,12 @@ showing the previous result until the new one arrives.
 
 from __future__ import annotations
 
-from bpftop.tui.model.callers import callers_tree
+from bpftop.tui.model.callers_tree import callers_tree
+from bpftop.tui.model.derived import Match
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import Match
 from bpftop.tui.views.calltree import CallTreeView
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.background import Background
 
 Built = tuple[CallNode, NodeKey, CallNode]
@@ -30,6 +31,7 @@ class CallersView(CallTreeView):
         super().__init__(id=id)
         self.open_depth = 3
         self.following_hot = False  # its rows are the selection's callers: nothing to follow
+        self.own_ends_paths = False  # own: the function's leaf samples, on every row of a path
         self._built_for: tuple[CallNode, NodeKey] | None = None
         self._wanted: NodeKey | None = None
         self._builds: Background[Built] | None = None
@@ -39,6 +41,11 @@ class CallersView(CallTreeView):
         if self._builds is None:
             self._builds = Background(self.app, "callers")
         return self._builds
+
+    def show(self, shown: Shown) -> None:
+        """The callers of the selected function in ``shown``'s tree."""
+        state = shown.state
+        self.show_callers(shown.tree, state.selected, state.match, shown.show_lines)
 
     def show_callers(
         self,

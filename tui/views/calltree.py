@@ -5,7 +5,7 @@ flattened along expanded nodes into a row list, and ``render_line`` draws
 the rows in view. Expansion state and the cursor are keyed by node path
 (the sibling keys from the top), so both survive every new snapshot.
 
-The tree opens on the hottest path (``tree_paths.hot_chain``: as far as a
+The tree opens on the hottest path (``node_paths.hot_chain``: as far as a
 step is worth taking), the cursor on its end, and keeps that path open on each
 new snapshot until the user moves the cursor, expands or collapses anything,
 zooms, or selects from another view. Fresh data never moves the cursor: only
@@ -22,11 +22,13 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from bpftop.tui.model.flame import is_unnamed
+from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
+from bpftop.tui.model.derived import Match, NodePath, hottest_path_of
+from bpftop.tui.model.flame_layout import is_unnamed
+from bpftop.tui.model.node_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import HOT_MIN_PCT, hot_chain, node_at, regrouped_path
-from bpftop.tui.model.views import Match, NodePath, hottest_path_of
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
@@ -101,6 +103,7 @@ class CallTreeView(RowsView):
         self.following_hot = True
         """Re-open the hottest path on every new tree, until the user takes over."""
         self.hot_min_pct = HOT_MIN_PCT
+        self.own_ends_paths = True  # a node's own samples are the stacks that end there
         """The hot path opens no child under this share of the whole tree (percent)."""
         self.decorate: Callable[[CallNode, NodePath], Line | None] | None = None
         """Optional extra column after the percentages (the baseline diff)."""
@@ -171,6 +174,17 @@ class CallTreeView(RowsView):
             for n in range(1, len(moved)):  # shown where it was: under its open callers
                 carried[moved[:n]] = True
         self._expanded = carried
+
+    def show(self, shown: Shown) -> None:
+        """``shown``'s tree from its zoom, with its search, file:line and baseline."""
+        state = shown.state
+        diff = state.baseline is not None
+        self.decorate = delta_decorator(state.baseline, self) if diff else None
+        columns = "total %  self %  Δself  Δtotal" if diff else "total %  self %"
+        self.border_title = f"Call tree (top-down): {columns}  function  module"
+        self.set_placeholder(shown.placeholder)
+        self.set_options(match=state.match, show_lines=shown.show_lines)
+        self.set_tree(shown.tree, state.zoom_path)
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         """Search highlighting and the file:line column."""
@@ -304,7 +318,8 @@ class CallTreeView(RowsView):
         """Expand ``node`` (at ``path``) and its hottest child, and theirs, as far
         as ``hot_chain`` goes (shares of the whole tree); the path of its end.
         The synthetic root is never a row: from it, the first process at least."""
-        chain = hot_chain(node, max(1, self._tree.total_count), self.hot_min_pct)
+        total = max(1, self._tree.total_count)
+        chain = hot_chain(node, total, self.hot_min_pct, own_stops=self.own_ends_paths)
         if not path and not chain and node.children:
             chain = (node.children[0].key,)
         for n in range(len(chain)):
@@ -349,3 +364,20 @@ class CallTreeView(RowsView):
         if self.show_lines and node.source:
             label.add(f"  {node.source}", self.style_of("rows--source"))
         return label
+
+
+def delta_decorator(
+    baseline: Baseline | None, view: CallTreeView
+) -> Callable[[CallNode, NodePath], Line | None]:
+    """The tree's extra column: Δ self % and Δ total % of each row vs. ``baseline``."""
+
+    def decorate(node: CallNode, path: NodePath) -> Line | None:
+        if baseline is None:
+            return None
+        line = Line()
+        for value in baseline.node_delta(node, path, view.call_tree.total_count):
+            line.add(format_delta(value), Style.parse(delta_style(value)))
+            line.add(" ")
+        return line
+
+    return decorate

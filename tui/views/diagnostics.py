@@ -21,10 +21,11 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.strip import Strip
 
-from bpftop.bpf.crash_log import log_path, logged_errors
+from bpftop.base.crash_log import log_path, logged_errors
 from bpftop.bpf.python_walk import MAX_FRAMES as PY_MAX_FRAMES
 from bpftop.tui.collect.diag_facts import REFRESH_S
 from bpftop.tui.model.snapshot import MapUsage, PythonCounts, Snapshot, UnwindState
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.lines_view import CachedLinesView
 
 FULL_MAP = 0.9  # a map this full may start dropping entries
@@ -254,6 +255,10 @@ class DiagnosticsView(CachedLinesView, can_focus=True):
         self._shown: Snapshot | None = None
         self._page: list[Strip] = []  # body rendered at _page_width
         self._page_width = 0
+
+    def show(self, shown: Shown) -> None:
+        """What ``shown``'s snapshot says about its own numbers."""
+        self.update_from(shown.snapshot)
 
     def update_from(self, snapshot: Snapshot | None) -> None:
         if snapshot is self._shown and self._page:

@@ -22,12 +22,13 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.strip import Strip
 
-from bpftop.tui.model.flame import Span, flame_rows, frame_kind, span_at
+from bpftop.tui.model.derived import Match, NodePath, hottest_path_of
+from bpftop.tui.model.flame_layout import Span, flame_rows, frame_kind, span_at
+from bpftop.tui.model.node_paths import node_at
 from bpftop.tui.model.snapshot import CallNode
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.tree_paths import node_at
-from bpftop.tui.model.views import Match, NodePath, hottest_path_of
 from bpftop.tui.views.calltree import module_name
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.lines_view import CachedLinesView
 from bpftop.tui.widgets.visible import visible
@@ -108,6 +109,12 @@ class FlameView(CachedLinesView, can_focus=True):
         self._tree, self._root_path = tree, root_path
         self._stale = True
         self._layout()
+
+    def show(self, shown: Shown) -> None:
+        """``shown``'s tree from its zoom, with its search."""
+        self.placeholder = shown.placeholder
+        self.set_options(match=shown.state.match)
+        self.set_tree(shown.tree, shown.state.zoom_path)
 
     def set_options(self, *, match: Match | None) -> None:
         if match is not self.match:

@@ -3,20 +3,17 @@ line, search jumps, and the call tree's Δ columns against a baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from rich.style import Style
 from rich.text import Text
 
-from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
+from bpftop.tui.model.derived import Match, NodePath
+from bpftop.tui.model.node_paths import next_match, node_at
 from bpftop.tui.model.snapshot import CallNode
-from bpftop.tui.model.tree_paths import next_match, node_at
-from bpftop.tui.model.views import Match, NodePath
 from bpftop.tui.model.viewstate import ViewState
 from bpftop.tui.views.calltree import CallTreeView
 from bpftop.tui.views.flame import FlameView
 from bpftop.tui.views.top import TopView
-from bpftop.tui.widgets.line import Line
 
 CRUMBS = 4
 VIEWS: tuple[tuple[str, str], ...] = (
@@ -120,20 +117,3 @@ def _jump_top(table: TopView, match: Match, step: int) -> bool:
         target = next((i for i in reversed(hits) if i < here), hits[-1])
     table.move_cursor(target)
     return True
-
-
-def delta_decorator(
-    baseline: Baseline | None, view: CallTreeView
-) -> Callable[[CallNode, NodePath], Line | None]:
-    """The tree's extra column: Δ self % and Δ total % of each row vs. ``baseline``."""
-
-    def decorate(node: CallNode, path: NodePath) -> Line | None:
-        if baseline is None:
-            return None
-        line = Line()
-        for value in baseline.node_delta(node, path, view.call_tree.total_count):
-            line.add(format_delta(value), Style.parse(delta_style(value)))
-            line.add(" ")
-        return line
-
-    return decorate

@@ -14,7 +14,9 @@ from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from bpftop.tui.model.idle import busy_threads
 from bpftop.tui.model.snapshot import ThreadShare
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
@@ -66,6 +68,12 @@ class ThreadsView(RowsView):
     @property
     def row_count(self) -> int:
         return len(self._threads)
+
+    def show(self, shown: Shown) -> None:
+        """``shown``'s threads (the idle ones too when asked), its thread marked."""
+        threads = shown.snapshot.threads if shown.snapshot is not None else ()
+        threads = threads if shown.state.keep_idle else busy_threads(threads)
+        self.update_threads(threads, shown.thread)
 
     def update_threads(self, threads: tuple[ThreadShare, ...], shown: int | None) -> None:
         if (threads, shown) == (self._threads, self._shown_tid):

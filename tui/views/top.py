@@ -1,13 +1,15 @@
 """The Top view: the top functions, a Line-API table of at most ``MAX_ROWS`` rows.
 
 Sortable by any column (``s`` next column, ``S`` reverse, or a click on the
-header); each row carries a trend marker against the previous tick's self
-share, and with a baseline Δ self % / Δ total % columns. Rows are drawn only
-when on screen (a DataTable rebuilt its rows each tick: 80-100 ms at 200x50).
+header); each row carries a trend marker against its self share
+``TREND_TICKS`` ticks before (``model.views.trend``), and with a baseline
+Δ self % / Δ total % columns. Rows are drawn only when on screen (a
+DataTable rebuilt its rows each tick: 80-100 ms at 200x50).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import ClassVar
 
 from rich.style import Style
@@ -15,10 +17,11 @@ from textual.binding import Binding, BindingType
 from textual.events import Click
 
 from bpftop.tui.model.baseline import Baseline, delta_style, format_delta
+from bpftop.tui.model.derived import HOT_COLUMNS, TREND_TICKS, Match, sort_hot, trend
 from bpftop.tui.model.snapshot import CallNode, HotFunction
 from bpftop.tui.model.store import NodeKey
-from bpftop.tui.model.views import HOT_COLUMNS, Match, sort_hot, trend
 from bpftop.tui.views.calltree import module_name
+from bpftop.tui.views.shown import Shown
 from bpftop.tui.widgets.line import Line
 from bpftop.tui.widgets.rows_view import RowsView
 
@@ -67,7 +70,7 @@ class TopView(RowsView):
         super().__init__(id=id)
         self._hot: tuple[HotFunction, ...] = ()
         self._total = 0
-        self._shares: dict[NodeKey, float] = {}
+        self._shares: deque[dict[NodeKey, float]] = deque(maxlen=TREND_TICKS)  # oldest first
         self._trends: dict[NodeKey, str] = {}
         self._rows: list[HotFunction] = []
         self._selected: NodeKey | None = None
@@ -108,9 +111,9 @@ class TopView(RowsView):
             denom = max(1, total)
             shares = {fn_key(f): 100 * f.self_count / denom for f in hot}
             if total != self._total:
-                before = self._shares
+                before = self._shares[0] if self._shares else {}
                 self._trends = {k: trend(before.get(k), v) for k, v in shares.items() if before}
-                self._shares = shares
+                self._shares.append(shares)
             self._hot, self._total = hot, total
             self._stale = True
         if fill and self._stale:
@@ -119,6 +122,13 @@ class TopView(RowsView):
             key, self._follow = self._follow, None
             if key != self.selected_key() and any(fn_key(fn) == key for fn in self._rows):
                 self.move_cursor(self._index_of(key))
+
+    def show(self, shown: Shown) -> None:
+        """The functions of ``shown``'s tree, with its search, file:line and baseline."""
+        self.set_baseline(shown.state.baseline)
+        self.set_options(match=shown.state.match, show_lines=shown.show_lines)
+        hot = shown.derived.hot if shown.derived is not None else ()  # None: being made
+        self.update_functions(hot, shown.tree.total_count, unit=shown.unit)
 
     def set_options(self, *, match: Match | None, show_lines: bool) -> None:
         if match is not self.match or show_lines != self.show_lines:

@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 from textual.app import App
 
-from bpftop.bpf.crash_log import log_exception
+from bpftop.base.crash_log import log_exception
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ DEL, ``\\x85`` for C1); the data keeps the bytes, only the screen shows the
 spelling. Row views spell names where they are laid out (:mod:`line
 <bpftop.tui.widgets.line>`), so widths stay right; :class:`VisibleControls`
 is the app-wide line filter behind them, so no widget (header, dialog,
-notification) can forget. The spelling itself is :func:`bpftop.bpf.errors.spell_controls`,
+notification) can forget. The spelling itself is :func:`bpftop.base.errors.spell_controls`,
 which the one-line errors on stderr use too.
 """
 
@@ -19,7 +19,7 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-from bpftop.bpf.errors import spell_controls
+from bpftop.base.errors import spell_controls
 
 visible = spell_controls
 """``text`` with each control character spelled out (unchanged when it has none)."""

@@ -32,13 +32,21 @@ from google.protobuf.message import DecodeError
 
 from bpftop.tui.formats.measures import Measure, measure_of
 from bpftop.tui.formats.pprof import profile_pb2 as pb
-from bpftop.tui.formats.saved import NANOSECONDS, SavedFrame, SavedProfile, python_function
+from bpftop.tui.formats.registry import Fill, FormatError
+from bpftop.tui.formats.saved import (
+    NANOSECONDS,
+    LoadedTree,
+    ProfileMeta,
+    SavedFrame,
+    SavedProfile,
+    python_function,
+)
 
 THREAD_LABEL = "thread"
 KERNEL_LABEL = "kernel_frames"
 
 
-class PprofError(ValueError):
+class PprofError(FormatError):
     """The bytes are not a pprof profile bpftop can read."""
 
 
@@ -166,3 +174,27 @@ def parse_pprof(data: bytes) -> pb.Profile:
     if not out.string_table or out.string_table[0] != "":
         raise PprofError("not a pprof profile (its string table does not start with '')")
     return out
+
+
+class PprofCodec:
+    """gzip-compressed ``profile.proto``, with each mapping's build-id when known."""
+
+    def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
+        data = to_pprof(saved, build_ids)
+        return lambda out: out.write(data)
+
+    def tree_writer(self, tree: object, meta: ProfileMeta, events: object) -> None:
+        return None
+
+    def read(self, payload: bytes | str) -> SavedProfile:
+        from bpftop.tui.formats.pprof.reader import from_pprof  # it imports this module
+
+        if isinstance(payload, str):
+            raise PprofError("not a pprof profile (text, not protobuf)")
+        return from_pprof(parse_pprof(payload))
+
+    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
+        return None
+
+
+CODEC = PprofCodec()
