@@ -467,6 +467,7 @@ class Collector:
         for tgid in tuple(self._reread_next):
             self._symbolizer.forget(tgid)
             self._symbolizer.prepare(tgid, preload=True)
+            self._stacks.python.refresh(tgid)
         self._reread_next.clear()
         for tgid in tick.execs:
             if tgid == self.pid and self._exec_read_ahead:
@@ -480,7 +481,7 @@ class Collector:
             if tgid == self.pid and self._launched is not None and self._bpf_ready:
                 self._follow_probe()
                 self._resume_held()  # held at this exec: described now
-                self._reread_next.add(tgid)  # read before its loader mapped its libraries
+                self._reread_next.add(tgid)  # read before its loader ran: again next tick
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads

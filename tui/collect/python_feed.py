@@ -93,6 +93,24 @@ class PythonFeed:
         self.forget(pid)
         self.check(pid)
 
+    def refresh(self, pid: int) -> None:
+        """Look for ``pid``'s interpreter again and describe it anew, without
+        forgetting it first (its samples keep their Python frames meanwhile):
+        read at a held exec, before the loader ran, its thread state's place
+        may not have been known yet."""
+        if self._walker is None or pid <= 0:
+            return
+        found = find_python(pid)
+        process = walker_process(found) if isinstance(found, PythonRuntime) else None
+        if (
+            isinstance(found, PythonRuntime)
+            and process is not None
+            and not isinstance(process, str)
+        ):
+            self._found[pid] = found
+            self._checked_at.pop(pid, None)
+            self._walker.describe(pid, process)
+
     def check_early(self, pids: Iterable[int]) -> None:
         """Before BPF loads: find ``pids``' interpreters now, so that one bpftop
         cannot verify is said at once (a 1 s record may end before the compile
