@@ -47,7 +47,7 @@ from bpftop.bpf.program_text import (
 )
 from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
-from bpftop.bpf.resolve import Plan, resolve
+from bpftop.bpf.resolve import USER_ATTACH, Plan, resolve
 from bpftop.bpf.retarget import load_slot_copies
 from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import (
@@ -270,6 +270,21 @@ class CpuSampler:
         self._attachment = self._attach(plan, self._epoch & 1)
         self._write_state()
         self._last_drain = time.monotonic()
+
+    def follow_exec(self) -> RawTick | None:
+        """A target exec'd: a uprobe or USDT probe whose TARGET is a name
+        (``uprobe:c:malloc``) goes on the files the new image maps when they
+        are not those it is on (``chroot DIR prog``: the root's libc, not the
+        host's); returns what the old one counted last, or None (unchanged).
+        Raises ProbeSpecError when the new image has no such file or symbol."""
+        old = self._attachment
+        spec = self.spec
+        if old is None or spec.rule.attach not in USER_ATTACH or "/" in spec.target:
+            return None
+        plan = resolve(spec, self._pids, self.any_process)
+        if set(plan.sites) == set(old.plan.sites):
+            return None
+        return self.switch(spec)
 
     def switch(self, spec: ProbeSpec) -> RawTick:
         """Make ``spec`` the active probe; returns what the old one counted last.

@@ -3,7 +3,8 @@
 Resolution happens before anything is detached, so a spec that cannot be used
 leaves the running probe alone. A uprobe TARGET that is not a path is looked
 up in the target processes' own /proc/PID/maps (``c`` -> the libc.so.6 the
-process really maps), then through ldconfig and PATH; a target process's
+process really maps; a chroot's files named as the process names them,
+:func:`named_by`), then through ldconfig and PATH; a target process's
 files are read as it sees them (:func:`seen_by`: /proc/PID/root). SYMBOL globs are
 matched against the binary's function symbols (BCC enumerates them), capped
 at :data:`MAX_SITES`; a symbol that matches nothing gets near matches in the
@@ -196,6 +197,27 @@ def matches_name(path: str, name: str) -> bool:
     )
 
 
+def named_by(path: str, pid: int) -> str:
+    """``path`` as /proc/PID/maps shows it to bpftop, as process ``pid`` names
+    it: a file of a chroot shows with the chroot's folder (``/proc/PID/root``'s
+    target) in front, which :func:`seen_by` (and BCC, for a pid's uprobe) would
+    add a second time; other paths are kept."""
+    try:
+        root = os.readlink(f"/proc/{pid}/root").rstrip("/")
+    except OSError:
+        return path
+    return path[len(root) :] if root and path.startswith(root + "/") else path
+
+
+def _as_named(path: str, pid: int) -> str:
+    """A path given for process ``pid``: as it names it (:func:`named_by`) when
+    its root has no such file but the path is one of the root's files as
+    /proc/PID/maps shows them to bpftop (copied from there)."""
+    if pid <= 0 or os.path.exists(seen_by(path, pid)):
+        return path
+    return named_by(path, pid)
+
+
 def seen_by(path: str, pid: int) -> str:
     """``path`` as process ``pid`` sees it (its root and mounts: another container's
     file, or a library bind-mounted over the path), through /proc/PID/root. Symbols
@@ -208,13 +230,14 @@ def seen_by(path: str, pid: int) -> str:
 def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[str, int], ...]:
     """(path, pid) pairs for a TARGET; pid -1 means every process (with -a)."""
     if "/" in target:
-        if not any(os.path.exists(seen_by(target, pid)) for pid in pids or [-1]):
+        named = [(target if system_wide else _as_named(target, pid), pid) for pid in pids or [-1]]
+        if not any(os.path.exists(seen_by(path, pid)) for path, pid in named):
             raise ProbeSpecError(f"no file {target}", "give an existing path or a library name")
-        return tuple((target, -1 if system_wide else pid) for pid in pids or [-1])
+        return tuple((path, -1 if system_wide else pid) for path, pid in named)
     found = [(p, pid) for pid in pids for p in mapped_files(pid) if matches_name(p, target)]
     if found and not system_wide:
-        return tuple(dict.fromkeys(found))
-    if found:
+        return tuple(dict.fromkeys((named_by(p, pid), pid) for p, pid in found))
+    if found:  # every process: the file by the path bpftop sees
         return tuple(dict.fromkeys((p, -1) for p, _ in found))
     fallback = _library_path(target)  # not mapped (yet): ldconfig, then PATH
     if fallback:

@@ -49,13 +49,17 @@ class Interpreter:
         shutil.copyfile(file, self.root / inside.relative_to("/"))
         return str(inside)
 
-    def argv(self, script: Path, *args: str) -> list[str]:
-        """The command running ``script`` (copied in if needed) with ``args``."""
-        inner = [self.binary, self.path(script), *args]
+    def argv(self, script: Path, *args: str, options: tuple[str, ...] = ()) -> list[str]:
+        """The command running ``script`` (copied in if needed) with ``args``;
+        ``options`` go to the interpreter (``("-X", "perf")``)."""
+        inner = [self.binary, *options, self.path(script), *args]
         return inner if self.root is None else ["chroot", str(self.root), *inner]
 
-    def popen(self, script: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
-        return subprocess.Popen(self.argv(script, *args), text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
+    def popen(
+        self, script: Path, *args: str, options: tuple[str, ...] = (), **kwargs: object
+    ) -> subprocess.Popen[str]:
+        argv = self.argv(script, *args, options=options)
+        return subprocess.Popen(argv, text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
 
     def __str__(self) -> str:
         return self.name or f"python{self.version}"

@@ -28,7 +28,9 @@ MAX_PROGRAM_HEADERS = 256
 @dataclass(frozen=True, slots=True)
 class CodeRange:
     """One executable mapping of a file: ``[start, end)``, its bias, the path
-    to open it by, and the file's identity (st_dev, st_ino, st_size, st_mtime_ns)."""
+    to open it by, and the file's identity (st_dev, st_ino, st_size, st_mtime_ns);
+    or of code made at run time whose unwind ``rows`` (packed, named
+    ``rows_source``) are known without a file (``-X perf`` trampolines)."""
 
     start: int
     end: int
@@ -36,10 +38,14 @@ class CodeRange:
     path: str
     open_path: str
     identity: tuple[int, int, int, int]
+    rows: bytes = b""
+    rows_source: str = ""
 
     @property
     def key(self) -> str:
         """A name for the file's contents (shared by every process mapping it)."""
+        if self.rows:
+            return f"[{self.rows_source}]"
         return "{:x}:{:x}:{:x}:{:x}".format(*self.identity)
 
 

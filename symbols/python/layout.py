@@ -57,6 +57,18 @@ class PythonLayout:
     # The runtime and the main interpreter
     interpreters_head: int = 40
     imports_modules: int = 0  # 0: thread names are not read for this version
+    # Objects read for thread names (symbols/python/objects.py): dicts, ints
+    # (3.12+: a tagged digit count), instances' attributes (``instances``: the
+    # minor version whose scheme they follow, 11, 12 or 13), the heap type's
+    # shared keys, and the header before a PyDictValues' array (3.13+: 8).
+    dict_keys: int = 32
+    dict_values: int = 40
+    long_tagged: bool = False
+    long_size: int = 16
+    long_digits: int = 24
+    instances: int = 11
+    ht_cached_keys: int = 872
+    values_header: int = 0
     # --gil: the GIL's holder (a PyThreadState *) and locked flag (an int):
     # relative to _PyRuntime (``gil_in_interp`` False) or to the main
     # interpreter; ``gil_locked`` -1: the holder is 0 whenever the GIL is free.
@@ -90,7 +102,8 @@ LAYOUT_311 = PythonLayout(
 # CPython's source (pyenv); python/runtime.py checks the code object's against
 # PyCode_Type at attach. prev_instr as in 3.11; the entry marker is the shim
 # frame each eval-loop invocation pushes (owner FRAME_OWNED_BY_CSTACK, 3); the
-# GIL is the interpreter's own (_gil at +1040: last_holder +8, locked +16).
+# GIL is the interpreter's own (_gil at +1040: last_holder +8, locked +16);
+# an instance's attributes: its values (tagged: address - 1) or its dict at -24.
 LAYOUT_312 = PythonLayout(
     tstate_cframe=56,
     current_frame=0,
@@ -109,6 +122,10 @@ LAYOUT_312 = PythonLayout(
     code_linetable=136,
     str_ascii_data=40,
     str_compact_data=56,
+    imports_modules=944,
+    long_tagged=True,
+    instances=12,
+    ht_cached_keys=880,
     gil_in_interp=True,
     gil_holder=1040 + 8,
     gil_locked=1040 + 16,
@@ -318,6 +335,17 @@ def parse_debug_offsets(data: bytes, minor: int) -> PythonLayout | str:
         bytes_size=f("bytes_object.ob_size"),
         bytes_data=f("bytes_object.ob_sval"),
         interpreters_head=f("runtime_state.interpreters_head"),
+        imports_modules=f("interpreter_state.imports_modules"),
+        dict_keys=f("dict_object.ma_keys"),
+        dict_values=f("dict_object.ma_values"),
+        long_tagged=True,
+        long_size=f("long_object.lv_tag"),
+        long_digits=f("long_object.ob_digit"),
+        instances=13,
+        # PyHeapTypeObject: the type, then as_async, as_number, as_mapping,
+        # as_sequence, as_buffer (55 pointers), ht_name, ht_slots, ht_qualname.
+        ht_cached_keys=f("type_object.size") + 8 * (55 + 3),
+        values_header=8,  # PyDictValues: capacity, size, embedded, valid
         gil_in_interp=True,
         gil_holder=f("interpreter_state.gil_runtime_state_holder"),
         gil_locked=f("interpreter_state.gil_runtime_state_locked"),

@@ -21,7 +21,8 @@ walk) never build the same file twice: the second finds the first's table.
 They share plain dicts whose single-item reads and writes are atomic under
 the GIL. A lookup may re-read the maps on its caller's
 thread (a few ms, rate-limited), and the first :meth:`lookup_for` of a pid
-reads them there too. Processes are keyed by pid (the tgid: threads share
+reads them there too. A range made at run time (``-X perf`` trampolines)
+brings its own table. Processes are keyed by pid (the tgid: threads share
 the maps): call :meth:`ProcessTables.forget` when one exits, so a recycled
 pid starts afresh. Nothing here raises for a process that is gone.
 """
@@ -33,8 +34,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from bpftop.symbols.elf.code_ranges import PROC_ROOT, CodeRange, code_ranges
+from bpftop.symbols.elf.code_ranges import PROC_ROOT, CodeRange
 from bpftop.symbols.unwind.cache import UnwindCache, unwind_cache_dir
+from bpftop.symbols.unwind.perf_trampolines import all_code_ranges
 from bpftop.symbols.unwind.stack_walk import TableLookup
 from bpftop.symbols.unwind.table import UnwindTable
 
@@ -61,7 +63,7 @@ class _ProcessCode:
         self._clock = clock
         self._min_reread_s = min_reread_s
         self._last_read = clock()
-        self.state = _state(code_ranges(pid, proc_root))
+        self.state = _state(all_code_ranges(pid, proc_root))
 
     def lookup(self, pc: int) -> _Found | None:
         """(table, bias) of the file mapped at ``pc``; None if unmapped or not built yet."""
@@ -88,7 +90,7 @@ class _ProcessCode:
         if now - self._last_read < self._min_reread_s:
             return False
         self._last_read = now
-        self.state = _state(code_ranges(self.pid, self._proc_root))
+        self.state = _state(all_code_ranges(self.pid, self._proc_root))
         return True
 
 
@@ -97,6 +99,11 @@ def _state(
 ) -> tuple[tuple[CodeRange, ...], list[int], list[_Found | None]]:
     ordered = tuple(sorted(ranges, key=lambda c: c.start))
     return ordered, [c.start for c in ordered], [None] * len(ordered)
+
+
+def _made(code: CodeRange) -> UnwindTable | None:
+    """The table of a range made at run time (its rows came with it)."""
+    return UnwindTable(code.rows, code.rows_source) if code.rows else None
 
 
 class ProcessTables:
@@ -151,7 +158,7 @@ class ProcessTables:
         """Take ``code``'s table from the disk cache if it is there (milliseconds;
         never builds, never waits for a build). True: the file has been tried."""
         if code.key not in self._tables:
-            table = self._cache.stored(code.open_path)
+            table = _made(code) or self._cache.stored(code.open_path)
             if table is not None:
                 self._tables.setdefault(code.key, table)
         return code.key in self._tables
@@ -166,7 +173,7 @@ class ProcessTables:
         with self._build_lock:
             if code.key in self._tables:  # another thread built it meanwhile
                 return False
-            self._tables[code.key] = self._cache.load(code.open_path)
+            self._tables[code.key] = _made(code) or self._cache.load(code.open_path)
             self.loads += 1
         return True
 

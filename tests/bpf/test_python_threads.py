@@ -1,6 +1,7 @@
-"""Python thread names end to end: the live collector names a CPython 3.11
+"""Python thread names end to end: the live collector names a CPython
 process's threads as ``threading`` does (tests/workloads/py_threads.py), and
-each named thread's samples are its own function's."""
+each named thread's samples are its own function's: Debian's 3.11, and 3.13
+and 3.14 in their roots (chroot)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bpftop.bpf.program import CpuSampler
 from bpftop.tui.collect.collector import Collector
 from tests.bpf.test_collector import Watched, tree_labels
+from tests.pythons import ALL, Interpreter
 
-PYTHON311 = "/usr/bin/python3.11"
 WORKLOAD = Path(__file__).resolve().parents[1] / "workloads" / "py_threads.py"
 
 
-def test_live_threads_carry_their_threading_names() -> None:
-    target = subprocess.Popen(
-        [PYTHON311, str(WORKLOAD), "120"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+@pytest.mark.parametrize("python", ALL, ids=str)
+def test_live_threads_carry_their_threading_names(python: Interpreter) -> None:
+    target = python.popen(WORKLOAD, "120", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert target.stdout is not None
         ids: dict[str, int] = json.loads(target.stdout.readline())

@@ -79,7 +79,7 @@ def test_maps_are_reread_on_a_miss_at_most_once_per_interval(
         reads.append(pid)
         return code_ranges(pid, proc_root)
 
-    monkeypatch.setattr(process_tables, "code_ranges", counting)
+    monkeypatch.setattr(process_tables, "all_code_ranges", counting)
     now = [100.0]
     tables = ProcessTables(UnwindCache(str(unwind_dir)), clock=lambda: now[0], min_reread_s=1.0)
     lookup = tables.lookup_for(pid)

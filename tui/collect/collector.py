@@ -135,6 +135,9 @@ class Collector:
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
         self._early_perf = early
+        self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
+        self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
+        self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load
@@ -289,8 +292,10 @@ class Collector:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
             self._on_exec(self.pid)
-            self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
-            resume(self._launched)
+            self._exec_read_ahead = 1  # this exec's event is still to come: read already
+            self._resume_held()
+            if self._unwind_feed is not None:  # the exec thread sees a later exec at once
+                self._unwind_feed.on_exec = self._exec_seen
         note = self._sampler.header_note
         self._notices = (note,) if note else ()
         self._post(Phase.SAMPLING, self._note)
@@ -389,16 +394,46 @@ class Collector:
         self._probes.use(str(spec), spec.weighted)
         self._probe_message = f"probe {spec}"
 
-    def _on_exec(self, tgid: int) -> None:
+    def _resume_held(self) -> None:
+        """Let the launched command, held at an exec and described, run on; held
+        again at its next exec (``chroot DIR python3``, ``env``, ``nice``: the
+        program that matters is often the second image), so each image is
+        described, Python frames and all, before its first instruction."""
+        assert self._launched is not None
+        self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
+        self._sampler.hold_at_exec(self.pid)
+        resume(self._launched)
+
+    def _follow_probe(self) -> None:
+        """The launched command is held at a later exec: a probe named by
+        library goes on the new image's files (what the old one counted last
+        is taken at the next tick)."""
+        try:
+            last = self._sampler.follow_exec()
+        except BpftopError as err:
+            self._probe_message = f"{self._sampler.probe} stays on the first image: {err}"
+            return
+        if last is not None:
+            self._followed_ticks.append(last)
+
+    def _exec_seen(self, tgid: int) -> None:
+        """(The unwind feed's exec thread) the launched command exec'd again and
+        is held: a tick now describes it and lets it go."""
+        if tgid == self.pid:
+            self._wake.set()
+
+    def _on_exec(self, tgid: int, python: bool = True) -> None:
         """A target exec'd: read its new image now, before it can exit (once
-        gone, what was read at the exec, if anything, is kept)."""
+        gone, what was read at the exec, if anything, is kept); ``python``:
+        its interpreter too."""
         if not has_maps(tgid):
             return
         unwind_feed.note_exec(self._unwind_feed, tgid)  # (waits for the tables of a held command)
         self._symbolizer.forget(tgid)
         self._symbolizer.prepare(tgid, preload=True)
         self._labels.forget(tgid)
-        self._stacks.python.exec(tgid)
+        if python:
+            self._stacks.python.exec(tgid)
         if tgid == self.pid and isinstance(self._process, ProcessWatch):
             with contextlib.suppress(BpftopError):
                 self._process = ProcessWatch(tgid, (), self._count_children)
@@ -422,8 +457,31 @@ class Collector:
     def _absorb(
         self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
     ) -> None:
+        while self._followed_ticks:
+            self._absorb_one(self._followed_ticks.pop(0))
+        self._absorb_one(tick, qualities, left_out)
+
+    def _absorb_one(
+        self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
+    ) -> None:
+        for tgid in tuple(self._reread_next):
+            self._symbolizer.forget(tgid)
+            self._symbolizer.prepare(tgid, preload=True)
+            self._stacks.python.refresh(tgid)
+        self._reread_next.clear()
         for tgid in tick.execs:
+            if tgid == self.pid and self._exec_read_ahead:
+                # Its maps are read again (the libraries it has loaded since),
+                # but not its interpreter: the new image, running now, would
+                # lose its Python frames while it is looked for anew.
+                self._exec_read_ahead -= 1
+                self._on_exec(tgid, python=False)
+                continue
             self._on_exec(tgid)
+            if tgid == self.pid and self._launched is not None and self._bpf_ready:
+                self._follow_probe()
+                self._resume_held()  # held at this exec: described now
+                self._reread_next.add(tgid)  # read before its loader ran: again next tick
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads
@@ -433,6 +491,7 @@ class Collector:
             tgid = sample.tgid
             label = self._process.name if tgid == self.pid else self._labels.name(tgid)
             active.add(label, self._stacks.lookup(sample), sample, self.headless)
+        self._stacks.python.retire(tick)
         self._profile.end_tick(tick.interval_s)
         walker = getattr(self._sampler, "unwinder", None) is not None  # made BPF's user stacks
         self._stats.add(

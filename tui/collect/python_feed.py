@@ -65,9 +65,6 @@ class PythonFeed:
         """Check the processes this tick sampled that were not checked yet."""
         if self._walker is None:
             return
-        for ended in tick.exits:
-            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
-                self.forget(ended.tgid)
         now = time.monotonic()
         for tgid in {s.tgid for s in tick.samples}:
             if tgid in self._found:
@@ -75,6 +72,13 @@ class PythonFeed:
             checked = self._checked_at.get(tgid)
             if checked is None or now - checked >= self._recheck_s:
                 self.check(tgid)
+
+    def retire(self, tick: RawTick) -> None:
+        """Forget the processes that exited in this tick, once its samples are
+        merged (the last second of a process that exits keeps its Python frames)."""
+        for ended in tick.exits:
+            if ended.tid == ended.tgid:  # the process is gone (its pid may come back)
+                self.forget(ended.tgid)
 
     def forget(self, pid: int) -> None:
         """``pid`` exec'd (or exited): what was found no longer holds."""
@@ -88,6 +92,24 @@ class PythonFeed:
         """``pid`` exec'd: check its new image now."""
         self.forget(pid)
         self.check(pid)
+
+    def refresh(self, pid: int) -> None:
+        """Look for ``pid``'s interpreter again and describe it anew, without
+        forgetting it first (its samples keep their Python frames meanwhile):
+        read at a held exec, before the loader ran, its thread state's place
+        may not have been known yet."""
+        if self._walker is None or pid <= 0:
+            return
+        found = find_python(pid)
+        process = walker_process(found) if isinstance(found, PythonRuntime) else None
+        if (
+            isinstance(found, PythonRuntime)
+            and process is not None
+            and not isinstance(process, str)
+        ):
+            self._found[pid] = found
+            self._checked_at.pop(pid, None)
+            self._walker.describe(pid, process)
 
     def check_early(self, pids: Iterable[int]) -> None:
         """Before BPF loads: find ``pids``' interpreters now, so that one bpftop

@@ -11,8 +11,12 @@ frames up to and including the next entry frame (the outermost frame of one
 eval-loop invocation); other frames of the interpreter's own file are hidden;
 Python frames left over (the native walk stopped early, or no eval frame was
 seen) go at the root end; an eval frame with no Python frames left is dropped.
-A stack cut at the walker's limit gets a marker frame at the cut. Nothing
-fails a sample: misses are unnamed frames.
+``-X perf`` trampolines (``py::FUNC:FILE`` frames from the perf map, one
+below each eval frame) name the Python frames merged there a second time and
+are dropped, except past the end of a walk that was cut (there they are the
+only names of the Python frames the walk did not reach). A stack cut at the
+walker's limit gets a marker frame at the cut. Nothing fails a sample:
+misses are unnamed frames.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from bpftop.bpf.raw import RawSample
 from bpftop.symbols.frame import Frame, Unresolved
 from bpftop.symbols.python.code import CodeNames
 from bpftop.symbols.python.runtime import PythonRuntime
+from bpftop.symbols.unwind.perf_trampolines import is_python_trampoline
 
 CUT_FRAME = Frame(
     "[Python frames cut: deeper than the walk limit]", "", 0, reason=Unresolved.STACK_TOO_DEEP
@@ -71,6 +76,7 @@ def merge(
     out: list[Frame] = []
     taken = 0
     at = 0  # index into addrs: an address's inline chain shares it
+    cut = bool(python) and python[-1][0] is CUT_FRAME
     for frame in native:
         addr = addrs[min(at, len(addrs) - 1)] if addrs else 0
         lookup = addr if at == 0 else addr - 1  # a return address: its call
@@ -81,6 +87,9 @@ def merge(
                 taken += 1
                 if python[taken - 1][1]:
                     break
+        elif is_python_trampoline(frame):
+            if cut and taken == len(python):
+                out.append(frame)
         elif frame.module != runtime.path:
             out.append(frame)
     out.extend(frame for frame, _ in python[taken:])

@@ -2,7 +2,7 @@
 
 Owns :class:`ThreadNames` (tid -> name for every process sampled: -p -p,
 --children, -a). A thread is named from /proc once, when first sampled (an
-exit names it again: its last name). A thread of a verified CPython 3.11
+exit names it again: its last name). A thread of a verified CPython (3.11-3.14)
 process is named as ``threading`` names it (``worker-a``; its comm is the
 interpreter's, ``python3``, for every thread), read from the process's
 memory (:class:`~bpftop.symbols.python.threads.PythonThreadNames`) when a

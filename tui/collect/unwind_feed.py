@@ -33,13 +33,14 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from bpftop.bpf.raw import RawTick
 from bpftop.bpf.unwinder import CodeMapping, FeedState, Unwinder
-from bpftop.symbols.elf.code_ranges import CodeRange, code_ranges, read_maps_text
+from bpftop.symbols.elf.code_ranges import CodeRange, read_maps_text
 from bpftop.symbols.unwind.cache import UnwindCache
+from bpftop.symbols.unwind.perf_trampolines import all_code_ranges
 from bpftop.symbols.unwind.process_tables import ProcessTables
 from bpftop.tui.collect.busy import busy_processes
 from bpftop.tui.collect.niceness import Yielding
@@ -110,6 +111,8 @@ class UnwindFeed:
         self._yielding = Yielding()  # the builder's priority
         watch = self._watch_execs
         self._exec_watch = threading.Thread(target=watch, name="bpftop-execs", daemon=True)
+        # Told (on the exec thread) of each described process that exec'd, once described anew.
+        self.on_exec: Callable[[int], None] = lambda _: None
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -281,6 +284,7 @@ class UnwindFeed:
                 self._forget_image(tgid)
                 if self.add(tgid):
                     self._visit_one(tgid)
+                self.on_exec(tgid)
             if execs:
                 self.ready.clear()
                 self._wake.set()
@@ -312,7 +316,7 @@ class UnwindFeed:
         text = read_maps_text(pid)
         if text is not None and text == self._maps.get(pid):
             return False
-        ranges = code_ranges(pid, maps_text=text) if text is not None else ()
+        ranges = all_code_ranges(pid, maps_text=text) if text is not None else ()
         if not ranges:  # gone, or a kernel thread
             self._drop(pid)
             return False
