@@ -26,11 +26,15 @@ class CountingSymbolizer(Symbolizer):
     def __init__(self) -> None:  # no caches, no files: nothing of the real one is used
         self.calls: list[str] = []
 
-    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("user")
         return tuple(Frame(f"u{a}", "/bin/app", 0) for a in addrs)
 
-    def with_source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def with_source_lines(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("lines")
         return tuple(Frame(f"u{a}", "/bin/app", 0, file="app.c", line=a) for a in addrs)
 
@@ -140,7 +144,9 @@ def test_a_stack_as_deep_as_the_walk_is_too_deep_not_truncated() -> None:
 
 
 class CxxSymbolizer(CountingSymbolizer):
-    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("user")
         return tuple(Frame(f"f{a}(int)", "/bin/app", 0, mangled=f"_Z2f{a}i") for a in addrs)
 

@@ -33,9 +33,11 @@ DEFAULT_MAX_STACK_DEPTH = 127
 PER_MODULE_REASONS = frozenset(
     {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
 )
-# (tgid, user addresses, kernel addresses, Python frames), packed as 64-bit
+# (tgid, image, user addresses, kernel addresses, Python frames), packed as 64-bit
 # values: a tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
-StackKey = tuple[int, bytes, bytes, bytes]
+# The image (how many times the process had exec'd): the same addresses in two
+# images of one process may be two functions.
+StackKey = tuple[int, int, bytes, bytes, bytes]
 
 
 class Stack:
@@ -104,6 +106,7 @@ class StackCache:
         and why any of them are unknown; symbolized once per distinct stack."""
         key = (
             sample.tgid,
+            sample.image,
             sample.user_key or _packed(sample.user_stack),
             _packed(sample.kernel_stack),
             _packed_python(sample),
@@ -119,9 +122,9 @@ class StackCache:
     def _build(self, sample: RawSample) -> Stack:
         symbolizer = self._symbolizer
         if self.source_lines:
-            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
+            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack, sample.image)
         else:
-            user = symbolizer.user_frames(sample.tgid, sample.user_stack)
+            user = symbolizer.user_frames(sample.tgid, sample.user_stack, sample.image)
         cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
         native = user
         if sample.python_stack:  # Python frames in place of the eval loop's
