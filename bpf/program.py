@@ -423,7 +423,8 @@ class CpuSampler:
             self._drains = self._events = None  # BCC's cleanup closes their tables
             self._attachment = None
             self._retired.clear()
-            bpf.cleanup()
+            with LIBBCC_LOCK, capture_stderr():  # what libbcc says while it detaches: not ours
+                bpf.cleanup()
         disable_run_stats(self._stats_fd)
         self._stats_fd = None
 
