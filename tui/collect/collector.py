@@ -130,7 +130,7 @@ class Collector:
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
-        self._images = ImageWatch(self._symbolizer.images, self._image_of)  # each exec's image
+        self._images = ImageWatch(self._symbolizer.images, self._image_of, self._reread)
         self._early_perf = early
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
@@ -391,6 +391,11 @@ class Collector:
         self._absorb(last)  # the old probe's last counts, into its own profile
         self._probes.use(str(spec), spec.weighted)
         self._probe_message = f"probe {spec}"
+
+    def _reread(self, tgid: int) -> None:
+        """A running image was read again after its exec: the walker's too."""
+        if self._unwind_feed is not None:
+            self._unwind_feed.refresh(tgid)
 
     def _image_of(self, tgid: int) -> int:
         """The image ``tgid`` runs (how many times it exec'd as a target), from BPF."""

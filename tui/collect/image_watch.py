@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from bpftop.symbols.images import ImageStore, read_image
 
-RECHECK_S = (0.01, 0.05, 0.5)
+RECHECK_S = (0.002, 0.005, 0.02, 0.1, 0.5)
 """When an image is read again after its exec (its libraries are mapped by then),
 as long as it still runs: a read that fails (gone, or exec'd again) ends them."""
 
@@ -25,9 +25,17 @@ as long as it still runs: a read that fails (gone, or exec'd again) ends them.""
 class ImageWatch:
     """Reads the targets' images into ``store``; ``image_of(tgid)``: the image running."""
 
-    def __init__(self, store: ImageStore, image_of: Callable[[int], int]) -> None:
+    def __init__(
+        self,
+        store: ImageStore,
+        image_of: Callable[[int], int],
+        reread: Callable[[int], object] = lambda _tgid: None,
+    ) -> None:
+        """``reread(tgid)``: called after each later read of a running image
+        (the walker's description of it may lack its libraries too)."""
         self._store = store
         self._image_of = image_of
+        self._reread = reread
         self._due: list[tuple[float, int, int]] = []  # (when, tgid, RECHECK_S step)
         self._cond = threading.Condition()
         self._closed = False
@@ -76,4 +84,5 @@ class ImageWatch:
                     return
                 _, tgid, step = heapq.heappop(self._due)
             if self.capture(tgid):
+                self._reread(tgid)
                 self._schedule(tgid, step + 1)

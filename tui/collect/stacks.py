@@ -130,7 +130,9 @@ class StackCache:
         if sample.python_stack:  # Python frames in place of the eval loop's
             user = self.python.merged(sample, user)
         kernel = tuple(reversed(symbolizer.kernel_frames(sample.kernel_stack)))
-        head = (MISSING_USER_STACK,) if sample.user_error else ()
+        head: tuple[Frame, ...] = (MISSING_USER_STACK,) if sample.user_error else ()
+        if cut is not None:  # under the thread, never beside the whole stacks' root
+            head += (truncated_frame(cut),)
         frames = self._relabeled(head + tuple(reversed(user)) + kernel)
         if user is native:
             return Stack(frames, unknown_keys(frames, cut))
@@ -160,13 +162,22 @@ def relabel(frame: Frame, offsets: bool, mangled: bool, short: bool = False) -> 
     """A named frame renamed: its mangled name, or (``short``) a C++ function's
     short name, and/or with ``+0xOFF``."""
     name = frame.raw_function if mangled else frame.function
-    if name is None:
+    if name is None or name.startswith("["):  # bpftop's own markers: [truncated], ...
         return frame
     if short and is_cxx(frame.mangled):
         name = short_name(name)
     if offsets:
         name = f"{name}+0x{frame.offset:x}"
     return dataclasses.replace(frame, function=name)
+
+
+TRUNCATED = "[truncated]"
+
+
+def truncated_frame(cut: Unresolved) -> Frame:
+    """The root of a user stack the walk cut short (``cut``: why): its frames
+    go under it, not under a second root beside the whole stacks' ``_start``."""
+    return Frame(TRUNCATED, "", 0, reason=cut)
 
 
 def unknown_keys(frames: Sequence[Frame], truncated: Unresolved | None) -> tuple[UnknownKey, ...]:

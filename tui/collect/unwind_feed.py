@@ -291,6 +291,15 @@ class UnwindFeed:
                 self.ready.clear()
                 self._wake.set()
 
+    def refresh(self, tgid: int) -> None:
+        """Describe ``tgid`` again now if it is fed and its maps changed: an
+        image described at its exec has only the program and the dynamic
+        loader; its libraries, mapped since, are walked once this runs."""
+        with self._lock:
+            fed = tgid in self._described or tgid in self._wanted
+        if fed and self._unwinder is not None and not self._stop.is_set():
+            self._visit_one(tgid)
+
     def _visit_one(self, pid: int) -> bool:
         with self._visiting:  # (the feed thread builds what is missing)
             return self._visit(pid)
