@@ -17,6 +17,7 @@ import contextlib
 import os
 from typing import Any
 
+from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.libbcc import LIBBCC_LOCK, attach_uprobe
 from bpftop.bpf.probes import KINDS, Attach, KindRule
 from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available
@@ -50,7 +51,7 @@ class Attachment:
         self._uprobe_events: list[bytes] = []
         self._attached = False
         try:
-            with LIBBCC_LOCK:
+            with LIBBCC_LOCK, capture_stderr():  # libbcc's own lines: the error below says it
                 self._attach()
         except Exception as exc:
             self.detach()
@@ -137,7 +138,7 @@ class Attachment:
 
     def detach(self) -> None:
         """Detach everything this attachment attached; safe to call twice."""
-        with LIBBCC_LOCK:
+        with LIBBCC_LOCK, capture_stderr():
             self._detach()
 
     def _detach(self) -> None:

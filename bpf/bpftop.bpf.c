@@ -47,6 +47,13 @@ BPF_STACK_TRACE(wstacks, WSTACK_STORAGE_SIZE);   /* slot 0's */
 BPF_STACK_TRACE(wstacks_1, WSTACK_STORAGE_SIZE); /* slot 1's */
 BPF_HASH(calls, u32, struct pending, TARGETS_SIZE * 64);
 BPF_HASH(blocked, u32, struct pending, TARGETS_SIZE * 64);
+/* How many times each target has exec'd since bpftop attached (none: 0). */
+BPF_HASH(exec_counts, u32, u32, TARGETS_SIZE);
+
+static __always_inline u32 image_of(u32 tgid) {
+    u32 *n = exec_counts.lookup(&tgid);
+    return n ? *n : 0;
+}
 
 static __always_inline u32 control_get(u32 slot) {
     u32 *v = control.lookup(&slot);
@@ -67,6 +74,7 @@ static __always_inline void count_drop(u32 slot) {
 
 static __always_inline void add_count(void *map_is_gen1, struct sample_key *key) {
     u64 zero = 0, *val;
+    key->image = image_of(key->tgid);
     if (map_is_gen1)
         val = counts1.lookup_or_try_init(key, &zero);
     else
@@ -109,6 +117,7 @@ static __always_inline int weighted_stack(void *regs, u32 slot, u64 flags) {
 
 static __always_inline void add_weight(u32 state, struct wkey *key, u64 weight_ns) {
     struct wvalue zero = {}, *val;
+    key->image = image_of(key->tgid);
     if (state & 1)
         val = wcounts1.lookup_or_try_init(key, &zero);
     else
@@ -148,7 +157,7 @@ static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *ke
                                             u32 slot, u64 weight_ns) {}
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot) {}
 static __always_inline void unwind_fork(u32 parent, u32 child) {}
-static __always_inline void unwind_exec(u32 tgid) {}
+static __always_inline void unwind_exec(u32 tgid, u32 wake) {}
 #else
 static __always_inline void unwind_user_stack(void *ctx, u32 ctx_kind, struct sample_key *key,
                                               u32 active, u32 at_entry);
@@ -156,7 +165,7 @@ static __always_inline void unwind_weighted(struct pt_regs *ctx, struct wkey *ke
                                             u32 slot, u64 weight_ns);
 static __always_inline void unwind_blocked(void *ctx, struct pending *out, u32 tid, u32 slot);
 static __always_inline void unwind_fork(u32 parent, u32 child);
-static __always_inline void unwind_exec(u32 tgid);
+static __always_inline void unwind_exec(u32 tgid, u32 wake);
 #endif
 
 /* uretprobe: entry of the probed function (attached as a uprobe). */
@@ -333,15 +342,25 @@ static __always_inline void send_event(void *ctx, u32 kind, u32 tgid, u32 tid) {
 TRACEPOINT_PROBE(sched, sched_process_exec) {
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32;
-    unwind_exec(tgid); /* any process (-a too): its old mappings are stale */
-    if (!targets.lookup(&tgid))
+    /* Any process (-a too): its old mappings are stale. A target's exec also
+     * wakes user space, which reads the new image's maps while it runs. */
+    u32 target = targets.lookup(&tgid) != 0;
+    u32 all = control_get(CONTROL_ALL_PROCESSES);
+    unwind_exec(tgid, target || all);
+    if (!target && !all)
+        return 0;
+    u32 image = image_of(tgid) + 1; /* counts from now on are the new image's */
+    exec_counts.update(&tgid, &image);
+    if (!target)
         return 0;
     if (control_get(CONTROL_HOLD_AT_EXEC) == tgid) {
         u32 slot = CONTROL_HOLD_AT_EXEC, none = 0;
         control.update(&slot, &none);
         bpf_send_signal(19); /* SIGSTOP */
     }
-    send_event(args, EVENT_EXEC, tgid, (u32)id);
+    struct event ev = {.kind = EVENT_EXEC, .tgid = tgid, .tid = (u32)id, .image = image};
+    bpf_get_current_comm(&ev.comm, sizeof(ev.comm));
+    events.perf_submit(args, &ev, sizeof(ev));
     return 0;
 }
 
@@ -364,6 +383,8 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
 TRACEPOINT_PROBE(sched, sched_process_exit) {
     u64 id = bpf_get_current_pid_tgid();
     u32 tgid = id >> 32;
+    if ((u32)id == tgid)
+        exec_counts.delete(&tgid); /* (its counts carry their image already) */
     if (!targets.lookup(&tgid))
         return 0;
     struct event ev = {.kind = EVENT_EXIT, .tgid = tgid, .tid = (u32)id};

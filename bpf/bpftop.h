@@ -11,15 +11,18 @@
 static long (*read_user)(void *dst, u32 size, const void *unsafe_ptr) =
     (void *)BPF_FUNC_probe_read_user;
 
-/* One count per distinct (thread, user stack, kernel stack, Python stack).
- * A negative stack id is -errno from bpf_get_stackid (the stack could not be
- * read); python_stack_id 0: no Python frames (see python.bpf.c). */
+/* One count per distinct (thread, user stack, kernel stack, Python stack,
+ * image). A negative stack id is -errno from bpf_get_stackid (the stack could
+ * not be read); python_stack_id 0: no Python frames (see python.bpf.c).
+ * `image`: how many times the process had exec'd when counted (exec_counts),
+ * so user space names each image's stacks from that image's mappings. */
 struct sample_key {
     u32 tgid;
     u32 tid;
     s32 user_stack_id;
     s32 kernel_stack_id;
     s32 python_stack_id;
+    u32 image;
 };
 
 /* Weighted probes (uretprobe latency, off-CPU time): stack ids refer to the
@@ -33,7 +36,7 @@ struct wkey {
     s32 user_stack_id;
     s32 kernel_stack_id;
     s32 python_stack_id;
-    u32 pad;
+    u32 image; /* as in struct sample_key */
     u64 leaf_ip;
 };
 
@@ -68,6 +71,7 @@ struct event {
     u32 tgid;
     u32 tid;
     char comm[16];
+    u32 image; /* EVENT_EXEC: the new image's number (exec_counts) */
 };
 
 /* Indices of the per-CPU drop counters. */

@@ -62,8 +62,9 @@ class StackReader:
             kernel_err = ""  # sampled in user mode: there is no kernel stack
         packed = self._walked.get(key.user_stack_id, b"")  # (get_stackid's ids: none there)
         sample = RawSample(
-            key.tgid, key.tid, user, kernel, count, user_err, kernel_err, user_key=packed
-        )
+            key.tgid, key.tid, user, kernel, count, user_err, kernel_err,
+            image=getattr(key, "image", 0), user_key=packed,
+        )  # fmt: skip
         python = self._python.get(getattr(key, "python_stack_id", 0))
         if python is None:  # none (0), or lost (-EEXIST): the native stack alone
             return sample

@@ -245,6 +245,16 @@ class CpuSampler:
         """Make target ``pid`` stop (SIGSTOP) right after its next exec."""
         self._bpf[b"control"][ct.c_int(CONTROL_HOLD_AT_EXEC)] = ct.c_uint32(pid)
 
+    def image_of(self, tgid: int) -> int:
+        """Which image of ``tgid`` runs: how many times it has exec'd while a
+        target (what its counts carry as ``image``; 0: never)."""
+        if self._bpf is None:
+            return 0
+        try:
+            return int(self._bpf[b"exec_counts"][ct.c_uint32(tgid)].value)
+        except KeyError:
+            return 0
+
     def forget_blocked(self, tid: int) -> None:
         """Thread ``tid``'s block in progress is not counted (offcpu): a command
         bpftop holds at its exec is stopped by bpftop, not waiting on its own."""
@@ -428,7 +438,8 @@ class CpuSampler:
             self._drains = self._events = None  # BCC's cleanup closes their tables
             self._attachment = None
             self._retired.clear()
-            bpf.cleanup()
+            with LIBBCC_LOCK, capture_stderr():  # what libbcc says while it detaches: not ours
+                bpf.cleanup()
         disable_run_stats(self._stats_fd)
         self._stats_fd = None
 

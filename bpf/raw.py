@@ -36,6 +36,7 @@ class RawSample:
     weight_ns: int = 0
     python_stack: tuple[RawPyFrame, ...] = ()  # the thread's Python frames, if any
     python_truncated: bool = False  # ... cut at the root end (too deep)
+    image: int = 0  # how many times the process had exec'd since attach (its image)
     # ``user_stack`` packed, when the drain read it so (the walker's stacks): what
     # the stack cache looks a stack up by; b"": pack ``user_stack`` for that.
     user_key: Packed = field(default=b"", compare=False, repr=False)

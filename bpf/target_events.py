@@ -26,6 +26,7 @@ class Event(ct.Structure):
         ("tgid", ct.c_uint32),
         ("tid", ct.c_uint32),
         ("comm", ct.c_char * 16),
+        ("image", ct.c_uint32),
     ]
 
 

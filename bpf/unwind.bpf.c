@@ -150,7 +150,8 @@ BPF_F_TABLE("hash", u32, struct ustack, uwstacks1, WSTACK_STORAGE_SIZE, BPF_F_NO
 BPF_PROG_ARRAY(unwind_progs, 1);
 BPF_PROG_ARRAY(unwind_progs_kp, 1);
 BPF_PROG_ARRAY(unwind_progs_tp, 1);
-/* The tgid of each process that exec'd while it had an entry: wakes the feed
+/* The tgid of each process that exec'd while it had an entry, and of each
+ * target that exec'd (its new image's maps are read at once): wakes the feed
  * at once (bpf/unwinder.py, Unwinder.wait_execs), so the new image's samples
  * use frame pointers for ~1 ms, not until a poll notices the exec. Full (a
  * burst of 256 execs not read yet): that exec is noticed by the poll. */
@@ -464,9 +465,10 @@ static __always_inline void unwind_fork(u32 parent, u32 child) {
 }
 
 /* A process exec'd: its mappings are of the old image, wrong for the new one;
- * frame pointers until user space, woken here, describes the new image. */
-static __always_inline void unwind_exec(u32 tgid) {
-    if (unwind_procs.delete(&tgid) == 0)
+ * frame pointers until user space, woken here, describes the new image
+ * (`wake`: a target, woken even without an entry). */
+static __always_inline void unwind_exec(u32 tgid, u32 wake) {
+    if (unwind_procs.delete(&tgid) == 0 || wake)
         unwind_execs.ringbuf_output(&tgid, sizeof(tgid), 0);
 }
 

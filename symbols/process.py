@@ -21,6 +21,7 @@ from bpftop.symbols.elf.debuginfo import inside_root
 from bpftop.symbols.elf.index import ElfError, ElfIndex
 from bpftop.symbols.file_cache import ElfCache, FileId
 from bpftop.symbols.frame import Address, ElfVaddr, FileOffset, Frame, Unresolved
+from bpftop.symbols.images import ImageMaps
 from bpftop.symbols.maps import MapEntry, ProcessMaps
 from bpftop.symbols.names.demangle import display_and_mangled
 from bpftop.symbols.perfmap import PerfMap, perf_map_path, read_nspid
@@ -111,6 +112,7 @@ class ProcessSymbolizer:
         # return addresses are looked up in C (``symbolize``), without a key tuple each.
         self._chains: tuple[dict[int, tuple[Frame, ...]], ...] = ({}, {})
         self._lines: dict[tuple[int, bool], tuple[SourceLine | None, ...]] = {}
+        self._pinned = False  # named from an earlier image (pin_image)
         self._remember_file_ids()
         self.nspid = read_nspid(pid, proc_root)
         self.perf_map = PerfMap(perf_map_path(pid, self.nspid, proc_root))
@@ -131,6 +133,17 @@ class ProcessSymbolizer:
         self._proc = parent._proc
         self._root_path = parent._root_path
         self.perf_map = parent.perf_map
+        self._clear_frames()
+
+    def pin_image(self, image: ImageMaps) -> None:
+        """Name this process from ``image`` (an earlier image of it, read while
+        it ran) and never re-read its maps: files are opened only when they are
+        the files that image mapped (identity checked on every path)."""
+        self.maps = image.maps
+        self._file_ids = dict(image.file_ids)
+        self._indexes = {}
+        self.gone = True
+        self._pinned = True
         self._clear_frames()
 
     @property
@@ -350,8 +363,9 @@ class ProcessSymbolizer:
         # The path as the process sees it: a chroot's files show in the maps
         # with the chroot's folder in front.
         inside = inside_root(entry.path, self._root_path)
+        by_range = expected if self._pinned else None  # (another image's range: check)
         candidates: list[tuple[str, FileId | None]] = [
-            (f"{self._proc}/map_files/{entry.range_name}", None)
+            (f"{self._proc}/map_files/{entry.range_name}", by_range)
         ]
         candidates.append((f"{self._proc}/root{inside}", expected))
         if not entry.deleted:

@@ -17,6 +17,7 @@ from bpftop.symbols import kallsyms
 from bpftop.symbols.elf.disk_cache import DiskCache, default_cache_dir
 from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Frame
+from bpftop.symbols.images import ImageStore
 from bpftop.symbols.kallsyms import KALLSYMS_PATH, KernelSymbols
 from bpftop.symbols.process import (
     MIN_REREAD_INTERVAL_S,
@@ -28,6 +29,7 @@ from bpftop.symbols.process import (
 
 MAX_CACHED_KERNEL_ADDRESSES = 200_000
 MAX_PARENTS = 65536  # forks remembered (see Symbolizer.adopt)
+MAX_PINNED_IMAGES = 256  # symbolizers of earlier images kept (see Symbolizer._process)
 
 
 class Symbolizer:
@@ -69,6 +71,9 @@ class Symbolizer:
         self._clock = clock
         self._min_reread_interval_s = min_reread_interval_s
         self._processes: dict[int, ProcessSymbolizer] = {}
+        self.images = ImageStore()  # each image of a process that exec'd, read while it ran
+        self._by_image: dict[tuple[int, int], ProcessSymbolizer] = {}
+        self._current_image: dict[int, int] = {}  # pid -> the image its maps were read in
         self._parents: dict[int, int] = {}  # forked child -> parent (see adopt)
         self._kernel: KernelSymbols | None = None
         self._kernel_reading = kallsyms.reading(kallsyms_path) if prefetch_kernel else None
@@ -86,7 +91,15 @@ class Symbolizer:
         start_time = read_start_time(pid, self._proc_root)
         if current is not None and (start_time is None or start_time == current.start_time):
             return current
-        process = ProcessSymbolizer(
+        process = self._new_process(pid)
+        self._processes[pid] = process
+        self._inherit(process)
+        if preload:
+            process.preload()
+        return process
+
+    def _new_process(self, pid: int) -> ProcessSymbolizer:
+        return ProcessSymbolizer(
             pid,
             self.elf_cache,
             proc_root=self._proc_root,
@@ -94,11 +107,13 @@ class Symbolizer:
             clock=self._clock,
             min_reread_interval_s=self._min_reread_interval_s,
         )
-        self._processes[pid] = process
-        self._inherit(process)
-        if preload:
-            process.preload()
-        return process
+
+    def note_image(self, pid: int, image: int) -> None:
+        """The maps :meth:`prepare` read for ``pid`` are of its image ``image``:
+        its stacks of other images are named from :attr:`images`."""
+        self._current_image[pid] = image
+        if len(self._current_image) > MAX_PARENTS:
+            del self._current_image[next(iter(self._current_image))]
 
     def adopt(self, child: int, parent: int) -> None:
         """``child`` was forked by ``parent``: until (or unless) its own maps
@@ -124,7 +139,9 @@ class Symbolizer:
         """The symbolizer for ``pid`` if :meth:`prepare` made one."""
         return self._processes.get(pid)
 
-    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         """Frames for a user stack of ``pid`` (innermost first, same order).
 
         With ``inline_frames`` (the default) an address that DWARF places
@@ -132,31 +149,49 @@ class Symbolizer:
         innermost first and marked ``inlined=True``, then the frame of the
         function that holds the code. Without DWARF it is one frame per address.
         """
-        return self._process(pid).symbolize(addrs)
+        return self._process(pid, image).symbolize(addrs)
 
-    def source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[SourceLine | None, ...]:
+    def source_lines(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[SourceLine | None, ...]:
         """``(file, line)`` or None for each frame :meth:`user_frames` gives
         for the same stack (same length, same order).
 
         Computed from DWARF lazily, once per address, and cached: call it for
         the frames on screen, never per sample.
         """
-        process = self._process(pid)
+        process = self._process(pid, image)
         lines: list[SourceLine | None] = []
         for i, addr in enumerate(addrs):
             lines.extend(process.source_lines(addr, innermost=i == 0))
         return tuple(lines)
 
-    def with_source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def with_source_lines(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         """:meth:`user_frames` with ``file``/``line`` filled where DWARF knows them."""
-        frames = self.user_frames(pid, addrs)
-        lines = self.source_lines(pid, addrs)
+        frames = self.user_frames(pid, addrs, image)
+        lines = self.source_lines(pid, addrs, image)
         return tuple(
             frame if where is None else dataclasses.replace(frame, file=where[0], line=where[1])
             for frame, where in zip(frames, lines, strict=True)
         )
 
-    def _process(self, pid: int) -> ProcessSymbolizer:
+    def _process(self, pid: int, image: int | None = None) -> ProcessSymbolizer:
+        """``pid``'s symbolizer; with ``image``, that image's when it was read
+        while it ran (:attr:`images`), else the process's current one."""
+        if image is not None and image != self._current_image.get(pid):  # not prepare()'s
+            pinned = self._by_image.get((pid, image))
+            if pinned is not None:
+                return pinned
+            captured = self.images.get(pid, image)
+            if captured is not None:
+                pinned = self._new_process(pid)
+                pinned.pin_image(captured)
+                if len(self._by_image) >= MAX_PINNED_IMAGES:
+                    del self._by_image[next(iter(self._by_image))]
+                self._by_image[(pid, image)] = pinned
+                return pinned
         process = self._processes.get(pid)
         return process if process is not None else self.prepare(pid)
 

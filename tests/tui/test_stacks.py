@@ -26,11 +26,15 @@ class CountingSymbolizer(Symbolizer):
     def __init__(self) -> None:  # no caches, no files: nothing of the real one is used
         self.calls: list[str] = []
 
-    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("user")
         return tuple(Frame(f"u{a}", "/bin/app", 0) for a in addrs)
 
-    def with_source_lines(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def with_source_lines(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("lines")
         return tuple(Frame(f"u{a}", "/bin/app", 0, file="app.c", line=a) for a in addrs)
 
@@ -48,7 +52,8 @@ def test_frames_are_root_first_and_built_once_per_distinct_stack() -> None:
     cache = StackCache(symbolizer, offsets=False, mangled=False)
     # addresses innermost first, as the kernel gives them
     stack = cache.lookup(sample((3, 2, 1), (9, 8)))
-    assert [f.function for f in stack.frames] == ["u1", "u2", "u3", "k8", "k9"]
+    # (u1 is no entry point: the walk stopped short, and the stack says so at its root)
+    assert [f.function for f in stack.frames] == ["[truncated]", "u1", "u2", "u3", "k8", "k9"]
     assert cache.lookup(sample((3, 2, 1), (9, 8))) is stack
     assert symbolizer.calls == ["user", "kernel"], "the second lookup symbolizes nothing"
     cache.lookup(sample((4, 2, 1), (9, 8)))
@@ -79,7 +84,7 @@ def test_source_lines_rebuild_stacks_only_on_a_change() -> None:
     cache.show_source_lines(True)
     lined = cache.lookup(sample((2, 1)))
     assert lined is not plain
-    assert [f.line for f in lined.frames] == [1, 2]
+    assert [f.line for f in lined.frames] == [None, 1, 2]  # [truncated], then the frames
     assert symbolizer.calls.count("lines") == 1
 
 
@@ -96,6 +101,7 @@ def test_unknown_reasons_truncation_and_a_missing_user_stack() -> None:
 def test_offsets_and_mangled_relabel_every_frame_of_the_stack() -> None:
     cache = StackCache(CountingSymbolizer(), offsets=True, mangled=False)
     assert [f.function for f in cache.lookup(sample((2, 1), (9,))).frames] == [
+        "[truncated]",  # bpftop's marker: no offset
         "u1+0x0",
         "u2+0x0",
         "k9+0x0",
@@ -140,7 +146,9 @@ def test_a_stack_as_deep_as_the_walk_is_too_deep_not_truncated() -> None:
 
 
 class CxxSymbolizer(CountingSymbolizer):
-    def user_frames(self, pid: int, addrs: Sequence[int]) -> tuple[Frame, ...]:
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
         self.calls.append("user")
         return tuple(Frame(f"f{a}(int)", "/bin/app", 0, mangled=f"_Z2f{a}i") for a in addrs)
 
@@ -148,8 +156,26 @@ class CxxSymbolizer(CountingSymbolizer):
 def test_short_names_rebuild_stacks_only_on_a_change() -> None:
     cache = StackCache(CxxSymbolizer(), offsets=False, mangled=False, short_names=True)
     short = cache.lookup(sample((2, 1)))
-    assert [f.function for f in short.frames] == ["f1", "f2"]
+    assert [f.function for f in short.frames] == ["[truncated]", "f1", "f2"]
     cache.use_short_names(True)  # no change: the stack is kept
     assert cache.lookup(sample((2, 1))) is short
     cache.use_short_names(False)
-    assert [f.function for f in cache.lookup(sample((2, 1))).frames] == ["f1(int)", "f2(int)"]
+    assert [f.function for f in cache.lookup(sample((2, 1))).frames][1:] == ["f1(int)", "f2(int)"]
+
+
+class EntrySymbolizer(CountingSymbolizer):
+    """Names address 1 ``_start``: a stack that ends there is whole."""
+
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
+        return tuple(Frame("_start" if a == 1 else f"u{a}", "/bin/app", 0) for a in addrs)
+
+
+def test_a_stack_cut_short_goes_under_truncated_and_a_whole_one_under_its_root() -> None:
+    cache = StackCache(EntrySymbolizer(), offsets=False, mangled=False)
+    whole = cache.lookup(sample((3, 2, 1)))
+    assert [f.function for f in whole.frames] == ["_start", "u2", "u3"]
+    cut = cache.lookup(sample((3, 2)))  # the walk stopped at u2: no second root
+    assert [f.function for f in cut.frames] == ["[truncated]", "u2", "u3"]
+    assert (Unresolved.STACK_TRUNCATED, "") in cut.unknown

@@ -238,6 +238,7 @@ def _run_app(snap: Snapshot, base: Snapshot | None) -> int:
 
     app = view_app(snap, base)
     shutdown = Shutdown(app.request_exit, cut_code=0)  # the terminal went: nothing to keep
+    shutdown.install()  # SIGTERM, SIGINT, SIGHUP: end as the live view does, terminal restored
     with terminal_driver(shutdown.terminal_lost) as driver:
         app.driver_class = driver
         shutdown.before_cut = getattr(driver, "restore", lambda: None)

@@ -23,6 +23,7 @@ from bpftop.tui.cli.gc_tuning import tune_gc
 from bpftop.tui.cli.output_path import check_writable
 from bpftop.tui.cli.session import check, keep_stderr
 from bpftop.tui.cli.shutdown import Shutdown, leave
+from bpftop.tui.cli.uretprobe_risk import death_line, throw_warning
 from bpftop.tui.collect.assemble import end_launched, make_collector
 from bpftop.tui.collect.collector import Collector
 from bpftop.tui.collect.options import Options, Recording
@@ -49,6 +50,9 @@ def run_record(options: Options, early: PerfSampler | None = None) -> int:
         f"bpftop: stopped again before {recording.output} was written: not written"
     )
     shutdown.install()  # before a command is started held: it is never left stopped
+    risk = throw_warning(options.probe, options.command, tuple(options.pids))
+    if risk:  # before attaching: the probe may kill the target
+        print(f"bpftop: warning: {risk}", file=sys.stderr)
     collector = make_collector(options, sampler, early)
     shutdown.launched = collector.launched
     collector.headless = True  # the file is written from the last snapshot only
@@ -123,7 +127,10 @@ def _write(
     if jit:
         print(f"bpftop: {jit}", file=sys.stderr)
     launched = collector.launched is not None
-    if snap.stats.total_samples == 0:
+    died = death_line(options.probe, command_code(collector.launched)) if launched else ""
+    if died:  # the target's death, not "never fired"
+        print(f"bpftop: warning: {died}", file=sys.stderr)
+    elif snap.stats.total_samples == 0:
         reason = _empty_reason(options, snap, exited_at, early=early, launched=launched)
         print(f"bpftop: warning: {reason}", file=sys.stderr)
     elif exited_at and options.pids and not launched:

@@ -39,6 +39,7 @@ from bpftop.tui.collect.early import (
     early_feed,
     next_deadline,
 )
+from bpftop.tui.collect.image_watch import ImageWatch
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
 from bpftop.tui.collect.process_watch import ProcessWatch, trim_heap
 from bpftop.tui.collect.sampler import Sampler
@@ -134,6 +135,7 @@ class Collector:
         self.finished = threading.Event()  # collection is over (target gone, or an error)
         self._thread: threading.Thread | None = None
         self._unwind_feed: UnwindFeed | None = None  # tables for the .eh_frame walker
+        self._images = ImageWatch(self._symbolizer.images, self._image_of, self._reread)
         self._early_perf = early
         self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
         self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
@@ -223,6 +225,8 @@ class Collector:
             feed = self._start_early()
             # Unwind tables (every target's; -a: busy and sampled ones') are built while BPF loads.
             self._unwind_feed = prefetch_unwind_tables(self._sampler, self._targets, feed)
+            if self._unwind_feed is not None:
+                self._unwind_feed.exec_seen = self._images.exec_seen
             self._loading = BackgroundLoad(self._load, self._sampler.close, self._wake.set)
             for pid in self._targets:
                 self._symbolizer.prepare(pid, preload=True)
@@ -257,6 +261,7 @@ class Collector:
                 feed.close()
             if self._unwind_feed is not None:
                 self._unwind_feed.close(timeout_s=0)  # it stops by itself once the sampler closes
+            self._images.close()
             self._close_sampler()
             self.finished.set()
 
@@ -281,6 +286,9 @@ class Collector:
     def _start_bpf(self, feed: EarlyFeed | None) -> None:
         """BPF is loaded: attach it, and hand over from the early sampler."""
         self._sampler.set_targets(self._targets)
+        for pid in self._targets:  # image 0, what runs now (drained after an exec, maybe)
+            self._images.capture(pid)
+            self._symbolizer.note_image(pid, 0)
         self._stacks.python.attach(self._sampler, self._targets)  # a launch: at its exec
         attach_unwinder(self._unwind_feed, self._sampler)
         self._sampler.start()
@@ -422,6 +430,16 @@ class Collector:
         if tgid == self.pid:
             self._wake.set()
 
+    def _reread(self, tgid: int) -> None:
+        """A running image was read again after its exec: the walker's too."""
+        if self._unwind_feed is not None:
+            self._unwind_feed.refresh(tgid)
+
+    def _image_of(self, tgid: int) -> int:
+        """The image ``tgid`` runs (how many times it exec'd as a target), from BPF."""
+        image_of = getattr(self._sampler, "image_of", None)
+        return int(image_of(tgid)) if image_of is not None and self._sampler.loaded else 0
+
     def _on_exec(self, tgid: int, python: bool = True) -> None:
         """A target exec'd: read its new image now, before it can exit (once
         gone, what was read at the exec, if anything, is kept); ``python``:
@@ -430,7 +448,10 @@ class Collector:
             return
         unwind_feed.note_exec(self._unwind_feed, tgid)  # (waits for the tables of a held command)
         self._symbolizer.forget(tgid)
+        image = self._image_of(tgid)  # (read before the maps: an exec after them is noticed)
         self._symbolizer.prepare(tgid, preload=True)
+        if self._images.capture(tgid) and self._image_of(tgid) == image:
+            self._symbolizer.note_image(tgid, image)
         self._labels.forget(tgid)
         if python:
             self._stacks.python.exec(tgid)

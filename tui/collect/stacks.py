@@ -33,9 +33,11 @@ DEFAULT_MAX_STACK_DEPTH = 127
 PER_MODULE_REASONS = frozenset(
     {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
 )
-# (tgid, user addresses, kernel addresses, Python frames), packed as 64-bit
+# (tgid, image, user addresses, kernel addresses, Python frames), packed as 64-bit
 # values: a tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
-StackKey = tuple[int, bytes, bytes, bytes]
+# The image (how many times the process had exec'd): the same addresses in two
+# images of one process may be two functions.
+StackKey = tuple[int, int, bytes, bytes, bytes]
 
 
 class Stack:
@@ -104,6 +106,7 @@ class StackCache:
         and why any of them are unknown; symbolized once per distinct stack."""
         key = (
             sample.tgid,
+            sample.image,
             sample.user_key or _packed(sample.user_stack),
             _packed(sample.kernel_stack),
             _packed_python(sample),
@@ -119,15 +122,17 @@ class StackCache:
     def _build(self, sample: RawSample) -> Stack:
         symbolizer = self._symbolizer
         if self.source_lines:
-            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack)
+            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack, sample.image)
         else:
-            user = symbolizer.user_frames(sample.tgid, sample.user_stack)
+            user = symbolizer.user_frames(sample.tgid, sample.user_stack, sample.image)
         cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
         native = user
         if sample.python_stack:  # Python frames in place of the eval loop's
             user = self.python.merged(sample, user)
         kernel = tuple(reversed(symbolizer.kernel_frames(sample.kernel_stack)))
-        head = (MISSING_USER_STACK,) if sample.user_error else ()
+        head: tuple[Frame, ...] = (MISSING_USER_STACK,) if sample.user_error else ()
+        if cut is not None:  # under the thread, never beside the whole stacks' root
+            head += (truncated_frame(cut),)
         frames = self._relabeled(head + tuple(reversed(user)) + kernel)
         if user is native:
             return Stack(frames, unknown_keys(frames, cut))
@@ -157,13 +162,22 @@ def relabel(frame: Frame, offsets: bool, mangled: bool, short: bool = False) -> 
     """A named frame renamed: its mangled name, or (``short``) a C++ function's
     short name, and/or with ``+0xOFF``."""
     name = frame.raw_function if mangled else frame.function
-    if name is None:
+    if name is None or name.startswith("["):  # bpftop's own markers: [truncated], ...
         return frame
     if short and is_cxx(frame.mangled):
         name = short_name(name)
     if offsets:
         name = f"{name}+0x{frame.offset:x}"
     return dataclasses.replace(frame, function=name)
+
+
+TRUNCATED = "[truncated]"
+
+
+def truncated_frame(cut: Unresolved) -> Frame:
+    """The root of a user stack the walk cut short (``cut``: why): its frames
+    go under it, not under a second root beside the whole stacks' ``_start``."""
+    return Frame(TRUNCATED, "", 0, reason=cut)
 
 
 def unknown_keys(frames: Sequence[Frame], truncated: Unresolved | None) -> tuple[UnknownKey, ...]:

@@ -109,6 +109,8 @@ class UnwindFeed:
         self._build_wake = threading.Event()
         self._builder = threading.Thread(target=self._build, name="bpftop-unwinds", daemon=True)
         self._yielding = Yielding()  # the builder's priority
+        self.exec_seen: Callable[[int], object] = lambda _tgid: None
+        """Called on the exec thread for each process that exec'd, first."""
         watch = self._watch_execs
         self._exec_watch = threading.Thread(target=watch, name="bpftop-execs", daemon=True)
         # Told (on the exec thread) of each described process that exec'd, once described anew.
@@ -273,14 +275,19 @@ class UnwindFeed:
                     self._wake.set()  # describe the processes with it
 
     def _watch_execs(self) -> None:
-        """The exec thread: a described process that exec'd (bpf/unwind.bpf.c,
+        """The exec thread: each image that exec'd is read for its names at once
+        (``exec_seen``), then a described process that exec'd (bpf/unwind.bpf.c,
         unwind_exec) is described anew here, at once (handing the visit to the
         feed thread cost up to ~17 ms more on a loaded 2-core VM)."""
         while not self._stop.is_set() and self._unwinder is not None:
             execs = self._unwinder.wait_execs(EXEC_WAIT_S)
             if execs is None:
                 return
-            for tgid in execs:
+            for tgid in execs:  # first: a short-lived image is read before it goes
+                self.exec_seen(tgid)
+            with self._lock:  # (-a wakes this for every exec: only the fed are described)
+                fed = [tgid for tgid in execs if tgid in self._described or tgid in self._wanted]
+            for tgid in fed:
                 self._forget_image(tgid)
                 if self.add(tgid):
                     self._visit_one(tgid)
@@ -288,6 +295,15 @@ class UnwindFeed:
             if execs:
                 self.ready.clear()
                 self._wake.set()
+
+    def refresh(self, tgid: int) -> None:
+        """Describe ``tgid`` again now if it is fed and its maps changed: an
+        image described at its exec has only the program and the dynamic
+        loader; its libraries, mapped since, are walked once this runs."""
+        with self._lock:
+            fed = tgid in self._described or tgid in self._wanted
+        if fed and self._unwinder is not None and not self._stop.is_set():
+            self._visit_one(tgid)
 
     def _visit_one(self, pid: int) -> bool:
         with self._visiting:  # (the feed thread builds what is missing)
