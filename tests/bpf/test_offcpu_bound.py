@@ -31,12 +31,12 @@ def thread_seconds(path: Path) -> float:
     return sum(int(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines()) / 1e9
 
 
-def check(total_s: float) -> None:
+def check(total_s: float, least: float) -> None:
     bound = (THREADS + 1) * DURATION_S
     assert total_s <= bound, (
         f"{total_s:.0f} thread-seconds in {DURATION_S} s of {THREADS + 1} threads"
     )
-    assert total_s >= 0.5 * THREADS * DURATION_S, f"only {total_s:.0f} thread-seconds"
+    assert total_s >= least * THREADS * DURATION_S, f"only {total_s:.0f} thread-seconds"
 
 
 @pytest.mark.parametrize("mode", ["pid", "launch"])
@@ -62,4 +62,6 @@ def test_offcpu_thread_seconds_stay_within_threads_times_duration(
         finally:
             target.kill()
             target.wait()
-    check(thread_seconds(out))
+    # Launched, the interpreter starts and makes its threads after the release:
+    # on a busy machine that took 1-2 of the 4 s (1,713 thread-seconds once).
+    check(thread_seconds(out), least=0.25 if mode == "launch" else 0.5)

@@ -411,6 +411,9 @@ class Collector:
         self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
         self._sampler.hold_at_exec(self.pid)
         resume(self._launched)
+        # Read while held, before its loader ran, the image lacks its libraries:
+        # read again as they are mapped (a 50 ms image's libc frames went unnamed).
+        self._images.exec_seen(self.pid)
 
     def _follow_probe(self) -> None:
         """The launched command is held at a later exec: a probe named by
@@ -497,6 +500,9 @@ class Collector:
                 # lose its Python frames while it is looked for anew.
                 self._exec_read_ahead -= 1
                 self._on_exec(tgid, python=False)
+                # Its interpreter, in a library the loader maps after the exec
+                # (a shared libpython), is looked for again next tick.
+                self._reread_next.add(tgid)
                 continue
             self._on_exec(tgid)
             if tgid == self.pid and self._launched is not None and self._bpf_ready:
