@@ -19,40 +19,18 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
 
 from bpftop.symbols.dwarf.cache import DwarfCache
 from bpftop.symbols.dwarf.index import DwarfIndex
 from bpftop.symbols.elf.debuginfo import DebugFinder
 from bpftop.symbols.elf.disk_cache import DiskCache, read_build_id
 from bpftop.symbols.elf.index import ElfError, ElfIndex
+from bpftop.symbols.proc.maps import FileId
 from bpftop.symbols.unwind.fde_index import FdeIndex
 
 DEFAULT_MAX_FILES = 512
 DEFAULT_MAX_DWARF_FILES = 64
 DEFAULT_MAX_FDE_FILES = 64
-
-
-@dataclass(frozen=True, slots=True)
-class FileId:
-    """The identity of a file's contents, as far as stat can tell."""
-
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> FileId:
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-    @classmethod
-    def of_path(cls, path: str) -> FileId | None:
-        """The identity of ``path`` (following symlinks), or None if unstat-able."""
-        try:
-            return cls.of(os.stat(path))
-        except OSError:
-            return None
 
 
 CacheKey = FileId | str

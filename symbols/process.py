@@ -19,12 +19,12 @@ from collections.abc import Callable, Sequence
 from bpftop.symbols.dwarf.index import DwarfIndex
 from bpftop.symbols.elf.debuginfo import inside_root
 from bpftop.symbols.elf.index import ElfError, ElfIndex
-from bpftop.symbols.file_cache import ElfCache, FileId
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Address, ElfVaddr, FileOffset, Frame, Unresolved
-from bpftop.symbols.images import ImageMaps
-from bpftop.symbols.maps import MapEntry, ProcessMaps
 from bpftop.symbols.names.demangle import display_and_mangled
 from bpftop.symbols.perfmap import PerfMap, perf_map_path, read_nspid
+from bpftop.symbols.proc.images import ImageMaps
+from bpftop.symbols.proc.maps import FileId, MapEntry, ProcessMaps
 
 PROC_ROOT = "/proc"
 MIN_REREAD_INTERVAL_S = 0.5

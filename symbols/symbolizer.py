@@ -17,8 +17,8 @@ from bpftop.symbols import kallsyms
 from bpftop.symbols.elf.disk_cache import DiskCache, default_cache_dir
 from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.images import ImageStore
 from bpftop.symbols.kallsyms import KALLSYMS_PATH, KernelSymbols
+from bpftop.symbols.proc.images import ImageStore
 from bpftop.symbols.process import (
     MIN_REREAD_INTERVAL_S,
     PROC_ROOT,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from bpftop.symbols.elf.load_segments import LoadSegment, mapping_bias
-from bpftop.symbols.maps import MapEntry, parse_maps
+from bpftop.symbols.proc.maps import MapEntry, parse_maps
 
 PROC_ROOT = "/proc"
 PT_LOAD = 1

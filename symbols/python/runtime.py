@@ -28,8 +28,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from bpftop.symbols.elf.load_segments import LoadSegment, mapping_bias
-from bpftop.symbols.file_cache import FileId
-from bpftop.symbols.maps import MapEntry, parse_line
+from bpftop.symbols.proc.maps import FileId, MapEntry, parse_line
 from bpftop.symbols.python.eval_loop import eval_ranges
 from bpftop.symbols.python.layout import (
     LAYOUT_311,

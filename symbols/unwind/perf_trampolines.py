@@ -33,7 +33,7 @@ import os
 
 from bpftop.symbols.elf.code_ranges import PROC_ROOT, CodeRange, code_ranges, read_maps_text
 from bpftop.symbols.frame import Frame
-from bpftop.symbols.maps import parse_maps
+from bpftop.symbols.proc.maps import parse_maps
 from bpftop.symbols.unwind.cfa_rules import RowKind
 from bpftop.symbols.unwind.table import UnwindRow, UnwindTable
 

@@ -9,8 +9,9 @@ import pytest
 
 from bpftop.symbols.elf.index import ElfIndex, _Symbol
 from bpftop.symbols.elf.load_segments import PAGE_MASK, PF_X, LoadSegment
-from bpftop.symbols.file_cache import ElfCache, FileId
+from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import ElfVaddr, FileOffset
+from bpftop.symbols.proc.maps import FileId
 
 LIBC = Path("/lib/x86_64-linux-gnu/libc.so.6")
 

@@ -18,8 +18,8 @@ from bpftop.symbols.elf.index import ElfError, ElfIndex
 from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import ElfVaddr, FileOffset
 from bpftop.symbols.kallsyms import KernelSymbols
-from bpftop.symbols.maps import ProcessMaps, parse_line
 from bpftop.symbols.perfmap import PerfMap, parse_perf_map_line
+from bpftop.symbols.proc.maps import ProcessMaps, parse_line
 from bpftop.symbols.unwind.table import build_unwind_table
 
 FUZZ = settings(

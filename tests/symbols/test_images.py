@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from bpftop.symbols.images import ImageMaps, ImageStore, read_image
-from bpftop.symbols.maps import MapEntry, ProcessMaps
+from bpftop.symbols.proc.images import ImageMaps, ImageStore, read_image
+from bpftop.symbols.proc.maps import MapEntry, ProcessMaps
 
 
 def entry(start: int, end: int, path: str) -> MapEntry:

@@ -15,7 +15,7 @@ import pytest
 from bpftop.symbols.elf.debuginfo import DebugFinder
 from bpftop.symbols.file_cache import ElfCache
 from bpftop.symbols.frame import Unresolved
-from bpftop.symbols.maps import ProcessMaps
+from bpftop.symbols.proc.maps import ProcessMaps
 from bpftop.symbols.symbolizer import Symbolizer
 
 

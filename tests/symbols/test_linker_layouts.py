@@ -17,7 +17,7 @@ from bpftop.symbols.elf.code_ranges import code_ranges
 from bpftop.symbols.elf.index import ElfIndex
 from bpftop.symbols.elf.load_segments import PAGE_MASK, PF_X, LoadSegment, mapping_bias
 from bpftop.symbols.frame import Address
-from bpftop.symbols.maps import ProcessMaps
+from bpftop.symbols.proc.maps import ProcessMaps
 
 R, RX, RW = 4, 5, 6
 PIE_BASE = 0x55D0_0000_0000

@@ -65,7 +65,7 @@ def test_unreadable_mapped_file_gives_reason(tmp_path) -> None:
     assert process.maps is not None
     bogus = tmp_path / "bogus.so"
     bogus.write_bytes(b"\x7fELF" + bytes(100))
-    from bpftop.symbols.maps import MapEntry
+    from bpftop.symbols.proc.maps import MapEntry
 
     entry = MapEntry(0x10000, 0x20000, "r-xp", 0, "00:00", 1, str(bogus))
     frame = process._file_frame(entry, 0x10010)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from bpftop.symbols.frame import Address
-from bpftop.symbols.maps import ProcessMaps, parse_line, parse_maps
+from bpftop.symbols.proc.maps import ProcessMaps, parse_line, parse_maps
 
 # A real-looking dump: trailing blanks on anonymous lines, junk lines, a
 # deleted file whose path holds spaces, the special regions.

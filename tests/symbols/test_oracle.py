@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from bpftop.symbols.elf.debuginfo import build_id_path
-from bpftop.symbols.maps import MapEntry
 from bpftop.symbols.names.demangle import is_rust_legacy
+from bpftop.symbols.proc.maps import MapEntry
 from bpftop.symbols.symbolizer import Symbolizer
 from tests.symbols.conftest import NmSymbol, build_id_of, nm_functions
 

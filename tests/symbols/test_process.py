@@ -14,7 +14,7 @@ from bpftop.symbols import process as process_module
 from bpftop.symbols import symbolizer as symbolizer_module
 from bpftop.symbols.elf.index import ElfIndex
 from bpftop.symbols.frame import FileOffset, Frame, Unresolved
-from bpftop.symbols.maps import ProcessMaps
+from bpftop.symbols.proc.maps import ProcessMaps
 from bpftop.symbols.symbolizer import Symbolizer
 
 PROGRAM_FUNCTIONS = ("fix_alpha", "fix_beta", "fix_gamma")

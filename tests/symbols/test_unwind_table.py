@@ -13,7 +13,7 @@ import pytest
 
 from bpftop.symbols.elf.code_ranges import CodeRange, code_ranges
 from bpftop.symbols.elf.disk_cache import read_build_id
-from bpftop.symbols.maps import parse_maps
+from bpftop.symbols.proc.maps import parse_maps
 from bpftop.symbols.unwind.cache import UnwindCache
 from bpftop.symbols.unwind.table import RowKind, UnwindTable, build_unwind_table
 

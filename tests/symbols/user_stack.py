@@ -14,7 +14,7 @@ import ctypes
 import os
 from dataclasses import dataclass
 
-from bpftop.symbols.maps import ProcessMaps
+from bpftop.symbols.proc.maps import ProcessMaps
 from bpftop.symbols.unwind.stack_walk import UserRegs
 
 PTRACE_GETREGS = 12

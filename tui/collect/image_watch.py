@@ -3,7 +3,7 @@
 Owns :class:`ImageWatch`. Told of a target's exec (by the exec thread, within
 milliseconds), it reads the new image's maps at once and again a few times
 while the dynamic loader maps its libraries (``RECHECK_S``), into the
-symbolizer's :class:`~bpftop.symbols.images.ImageStore`. A read counts only
+symbolizer's :class:`~bpftop.symbols.proc.images.ImageStore`. A read counts only
 when the process ran the same image before and after it, so an image that
 lived 50 ms is still named after its successors replaced it.
 """
@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from bpftop.symbols.images import ImageStore, read_image
+from bpftop.symbols.proc.images import ImageStore, read_image
 
 RECHECK_S = (0.002, 0.005, 0.02, 0.1, 0.5)
 """When an image is read again after its exec (its libraries are mapped by then),

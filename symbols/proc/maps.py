@@ -9,6 +9,7 @@ takes the file offset on to an ELF virtual address).
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -113,3 +114,25 @@ class ProcessMaps:
             return None
         entry = self._entries[index]
         return entry if entry.contains(addr) else None
+
+
+@dataclass(frozen=True, slots=True)
+class FileId:
+    """The identity of a file's contents, as far as stat can tell."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileId:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    @classmethod
+    def of_path(cls, path: str) -> FileId | None:
+        """The identity of ``path`` (following symlinks), or None if unstat-able."""
+        try:
+            return cls.of(os.stat(path))
+        except OSError:
+            return None

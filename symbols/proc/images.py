@@ -15,8 +15,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from bpftop.symbols.file_cache import FileId
-from bpftop.symbols.maps import MapEntry, ProcessMaps
+from bpftop.symbols.proc.maps import FileId, MapEntry, ProcessMaps
 
 MAX_IMAGES = 4096
 """Images remembered in all (the oldest go first)."""
