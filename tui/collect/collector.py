@@ -140,6 +140,7 @@ class Collector:
         self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
         self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
         self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
+        self._python_next: set[int] = set()  # interpreters to look for again next tick
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load
@@ -492,7 +493,10 @@ class Collector:
             self._symbolizer.forget(tgid)
             self._symbolizer.prepare(tgid, preload=True)
             self._stacks.python.refresh(tgid)
+        for tgid in self._python_next - self._reread_next:
+            self._stacks.python.refresh(tgid)
         self._reread_next.clear()
+        self._python_next.clear()
         for tgid in tick.execs:
             if tgid == self.pid and self._exec_read_ahead:
                 # Its maps are read again (the libraries it has loaded since),
@@ -502,7 +506,7 @@ class Collector:
                 self._on_exec(tgid, python=False)
                 # Its interpreter, in a library the loader maps after the exec
                 # (a shared libpython), is looked for again next tick.
-                self._reread_next.add(tgid)
+                self._python_next.add(tgid)
                 continue
             self._on_exec(tgid)
             if tgid == self.pid and self._launched is not None and self._bpf_ready:
