@@ -76,6 +76,17 @@ class Codec(Protocol):
         ...
 
 
+class WholeProfileCodec:
+    """The shortcuts of a codec that has none: it writes and reads whole
+    ``SavedProfile`` values only (speedscope, pprof, SVG)."""
+
+    def tree_writer(self, tree: CallNode, meta: ProfileMeta, events: CallNode | None) -> None:
+        return None
+
+    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class FileFormat:
     """One format: its ``--format`` name, file suffixes (the first is written for

@@ -20,10 +20,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bpftop.tui.formats.registry import Fill, FormatError
+from bpftop.tui.formats.registry import Fill, FormatError, WholeProfileCodec
 from bpftop.tui.formats.saved import (
     NANOSECONDS,
-    LoadedTree,
     ProfileMeta,
     SavedFrame,
     SavedProfile,
@@ -194,15 +193,12 @@ def from_speedscope(doc: object) -> SavedProfile:
     return SavedProfile(meta, tuple(stacks), skipped)
 
 
-class SpeedscopeCodec:
+class SpeedscopeCodec(WholeProfileCodec):
     """speedscope JSON, compact; read back from bpftop's files and other tools'."""
 
     def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
         text = json.dumps(to_speedscope(saved), separators=(",", ":"))
         return lambda out: out.write(text.encode())
-
-    def tree_writer(self, tree: object, meta: ProfileMeta, events: object) -> None:
-        return None
 
     def read(self, payload: bytes | str) -> SavedProfile:
         try:
@@ -212,9 +208,6 @@ class SpeedscopeCodec:
                 f"broken JSON at line {err.lineno} column {err.colno} ({err.msg})",
                 "the file may be truncated; export it again",
             ) from None
-
-    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
-        return None
 
 
 CODEC = SpeedscopeCodec()

@@ -20,8 +20,8 @@ from importlib import resources
 from xml.sax.saxutils import escape, quoteattr
 
 from bpftop.tui.formats.measures import Measure, measure_of
-from bpftop.tui.formats.registry import Fill, FormatError
-from bpftop.tui.formats.saved import LoadedTree, ProfileMeta, SavedFrame, SavedProfile
+from bpftop.tui.formats.registry import Fill, FormatError, WholeProfileCodec
+from bpftop.tui.formats.saved import SavedFrame, SavedProfile
 
 WIDTH_PX = 1200
 ROW_PX = 17
@@ -179,23 +179,17 @@ def to_svg(saved: SavedProfile, title: str = "bpftop flame graph") -> str:
     ])  # fmt: skip
 
 
-class SvgCodec:
+class SvgCodec(WholeProfileCodec):
     """A flame graph to look at: written, never read back."""
 
     def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
         svg = to_svg(saved)
         return lambda out: out.write(svg.encode())
 
-    def tree_writer(self, tree: object, meta: ProfileMeta, events: object) -> None:
-        return None
-
     def read(self, payload: bytes | str) -> SavedProfile:
         raise FormatError(
             "an SVG flame graph cannot be read back", "use the folded, speedscope or pprof file"
         )
-
-    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
-        return None
 
 
 CODEC = SvgCodec()

@@ -32,11 +32,9 @@ from google.protobuf.message import DecodeError
 
 from bpftop.tui.formats.measures import Measure, measure_of
 from bpftop.tui.formats.pprof import profile_pb2 as pb
-from bpftop.tui.formats.registry import Fill, FormatError
+from bpftop.tui.formats.registry import Fill, FormatError, WholeProfileCodec
 from bpftop.tui.formats.saved import (
     NANOSECONDS,
-    LoadedTree,
-    ProfileMeta,
     SavedFrame,
     SavedProfile,
     python_function,
@@ -176,15 +174,12 @@ def parse_pprof(data: bytes) -> pb.Profile:
     return out
 
 
-class PprofCodec:
+class PprofCodec(WholeProfileCodec):
     """gzip-compressed ``profile.proto``, with each mapping's build-id when known."""
 
     def writer(self, saved: SavedProfile, build_ids: Mapping[str, str]) -> Fill:
         data = to_pprof(saved, build_ids)
         return lambda out: out.write(data)
-
-    def tree_writer(self, tree: object, meta: ProfileMeta, events: object) -> None:
-        return None
 
     def read(self, payload: bytes | str) -> SavedProfile:
         from bpftop.tui.formats.pprof.reader import from_pprof  # it imports this module
@@ -192,9 +187,6 @@ class PprofCodec:
         if isinstance(payload, str):
             raise PprofError("not a pprof profile (text, not protobuf)")
         return from_pprof(parse_pprof(payload))
-
-    def read_tree(self, payload: bytes | str) -> LoadedTree | None:
-        return None
 
 
 CODEC = PprofCodec()
