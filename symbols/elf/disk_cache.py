@@ -38,8 +38,9 @@ DEFAULT_CACHE_DIR = "/var/cache/bpftop/symbols"
 CACHE_DIR_ENV = "BPFTOP_SYMBOL_CACHE_DIR"
 # 2: keyed by size too; 3: places searched as the target sees them; 4: PLT
 # stubs named, size-0 symbols bounded by their section; 5: segments carry their
-# flags (the mapping rule needs PF_X), .plt.got stubs named.
-FORMAT_VERSION = 5
+# flags (the mapping rule needs PF_X), .plt.got stubs named; 6: .init/.fini
+# named _init/_fini in stripped files.
+FORMAT_VERSION = 6
 PT_NOTE = 4
 NT_GNU_BUILD_ID = 3
 MAX_NOTE_BYTES = 1 << 16

@@ -27,7 +27,7 @@ from typing import IO, Any
 from elftools.elf.elffile import ELFFile
 
 from bpftop.symbols.elf.load_segments import LoadSegment, segment_for_mapping
-from bpftop.symbols.elf.plt import plt_stubs
+from bpftop.symbols.elf.plt import SECTION_FUNCTIONS, init_fini, plt_stubs
 from bpftop.symbols.frame import ElfVaddr, FileOffset, Unresolved
 
 STT_FUNC = 2
@@ -39,8 +39,10 @@ STB_WEAK = 2
 # before the address (a small symbol nested inside a bigger one).
 NESTED_LOOKBACK = 4
 NT_GNU_BUILD_ID = 3
-# A PLT stub's rank against a symbol at the same address: below any real one.
+# A linker-made name's rank (a PLT stub's, ``_init`` from its section) against
+# a symbol at the same address: below any real one.
 PLT_RANK = (True, False, -1 << 20)
+_LINKER_NAMES = frozenset(SECTION_FUNCTIONS.values())
 # A MiniDebugInfo blob larger than this (decompressed) is not believed.
 MAX_MINIDEBUGINFO_BYTES = 64 << 20
 
@@ -137,7 +139,7 @@ class ElfIndex:
     def with_symbols_of(self, debug: ElfIndex, source: str) -> ElfIndex:
         """This file's segments and identity with ``debug``'s names, and this
         file's PLT stubs (a debug file has no PLT to read them from)."""
-        stubs = [_Symbol(s, z, n, PLT_RANK) for n, s, z in self.functions() if n.endswith("@plt")]
+        stubs = [_Symbol(s, z, n, PLT_RANK) for n, s, z in self.functions() if _linker_made(n)]
         if not stubs:
             return ElfIndex.from_arrays(
                 self.segments, debug.arrays(), source, build_id=self.build_id,
@@ -150,8 +152,9 @@ class ElfIndex:
 
     @property
     def has_symbols(self) -> bool:
-        """True when a symbol table names functions (PLT stubs alone do not count)."""
-        return any(not name.endswith("@plt") for name in self._names)
+        """True when a symbol table names functions (linker-made names alone,
+        PLT stubs and ``_init``, do not count)."""
+        return any(not _linker_made(name) for name in self._names)
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -209,7 +212,8 @@ class ElfIndex:
                 if mini:
                     symbols = symbols + mini
                     source = "minidebuginfo" if source == "none" else source + "+minidebuginfo"
-            symbols += [_Symbol(*stub, PLT_RANK) for stub in plt_stubs(elf)]
+            linker_made = plt_stubs(elf) + init_fini(elf)
+            symbols += [_Symbol(*stub, PLT_RANK) for stub in linker_made]
             return cls(segments, symbols, source, build_id=build_id, debuglink=debuglink)
         except Exception as exc:  # pyelftools raises many kinds on bad input
             return ElfError(Unresolved.FILE_UNREADABLE, f"bad ELF: {type(exc).__name__}: {exc}")
@@ -225,6 +229,11 @@ class ElfIndex:
                 return cls.from_stream(stream)
         except OSError as exc:
             return ElfError(Unresolved.FILE_UNREADABLE, f"{path}: {exc.strerror}")
+
+
+def _linker_made(name: str) -> bool:
+    """True for a name the linker's code gets here without a symbol."""
+    return name.endswith("@plt") or name in _LINKER_NAMES
 
 
 def _load_segments(elf: Any) -> tuple[LoadSegment, ...]:

@@ -1,6 +1,10 @@
-"""Names for PLT stubs, as perf and objdump give them: ``SYMBOL@plt``.
+"""Names for code the linker writes and a stripped file's symbols leave
+unnamed: PLT stubs, as perf and objdump give them (``SYMBOL@plt``), and the
+``.init``/``.fini`` sections (``_init``/``_fini``, the names crti.o gives them
+where ``.symtab`` is kept; the loader runs ``_init`` when it maps a library,
+so it is sampled in a program's first milliseconds).
 
-Owns :func:`plt_stubs`. A call into another file goes through a 16-byte stub
+Owns :func:`plt_stubs` and :func:`init_fini`. A call into another file goes through a 16-byte stub
 in the PLT, which no symbol table names. Each stub jumps through a GOT slot
 (``jmp *slot(%rip)``, after an ``endbr64`` in ``.plt.sec``, the second PLT
 linkers write for IBT, which then holds the stubs); the ``.rela.plt``
@@ -37,6 +41,23 @@ def plt_stubs(elf: Any) -> list[tuple[int, int, str]]:
         return _stubs(elf)
     except Exception:  # pyelftools raises many kinds on a damaged file
         return []
+
+
+SECTION_FUNCTIONS = {".init": "_init", ".fini": "_fini"}
+
+
+def init_fini(elf: Any) -> list[tuple[int, int, str]]:
+    """``(address, size, name)`` of the ``.init`` and ``.fini`` code of a
+    pyelftools ``ELFFile`` (each section is one function)."""
+    found = []
+    try:
+        for section_name, name in SECTION_FUNCTIONS.items():
+            section = elf.get_section_by_name(section_name)
+            if section is not None and section["sh_type"] == "SHT_PROGBITS" and section["sh_size"]:
+                found.append((int(section["sh_addr"]), int(section["sh_size"]), name))
+    except Exception:  # pyelftools raises many kinds on a damaged file
+        return []
+    return found
 
 
 def _stubs(elf: Any) -> list[tuple[int, int, str]]:

@@ -2,7 +2,9 @@
 through each stub's GOT slot), with and without IBT's .plt.sec, and the
 .plt.got stubs (their slots named by .rela.dyn's GLOB_DAT relocations); a size-0
 ``_init`` ends with .init instead of swallowing the PLT after it; a debug
-file's names keep the stripped file's stubs."""
+file's names keep the stripped file's stubs; a stripped library's .init and
+.fini are _init and _fini (the loader runs _init, sampled when a program
+starts: seen as libgcc_s.so.1+0x3000 in a record of a C++ program)."""
 
 from __future__ import annotations
 
@@ -107,3 +109,17 @@ def test_a_debug_files_names_keep_the_stubs(debug_built: DebugBuilt) -> None:
     assert isinstance(index, ElfIndex) and index.source.startswith("debug:")
     assert _stubs(index) == _objdump_stubs(debug_built.linked)
     assert any(name == "fix_alpha" for name, _, _ in index.functions())
+
+
+def test_a_stripped_librarys_init_and_fini_are_named() -> None:
+    path = "/lib/x86_64-linux-gnu/libgcc_s.so.1"
+    index = ElfIndex.load(path)
+    assert isinstance(index, ElfIndex) and index.source == "SHT_DYNSYM"
+    out = subprocess.run(["readelf", "-SW", path], check=True, capture_output=True, text=True)
+    for section, name in ((".init", "_init"), (".fini", "_fini")):
+        found = re.search(
+            rf"\s{re.escape(section)}\s+PROGBITS\s+([0-9a-f]+)\s+\S+\s+([0-9a-f]+)", out.stdout
+        )
+        assert found, section
+        start, size = int(found[1], 16), int(found[2], 16)
+        assert index.lookup(ElfVaddr(start + size - 1)) == (name, size - 1)
