@@ -16,8 +16,10 @@ from typing import Any
 
 from bpftop.bpf.batch import HashDrain, record_format
 from bpftop.bpf.python_walk import PythonStack
-from bpftop.bpf.raw import Addresses, Packed, RawSample
+from bpftop.bpf.raw import Addresses, RawSample, WalkedStack
 from bpftop.bpf.unwinder import WALKER_ID_BIT
+
+NOT_WALKED = WalkedStack(b"")
 
 
 class StackReader:
@@ -26,7 +28,7 @@ class StackReader:
     def __init__(
         self,
         table: Any,
-        walked: dict[int, Packed] | None = None,
+        walked: dict[int, WalkedStack] | None = None,
         python: dict[int, PythonStack] | None = None,
     ) -> None:
         self._table = table
@@ -45,7 +47,7 @@ class StackReader:
             walked = self._walked.get(stack_id)
             if walked is None:
                 return (), "ENOENT"
-            return tuple(memoryview(walked).cast("Q")), ""
+            return tuple(memoryview(walked.packed).cast("Q")), ""
         found = self._cache.get(stack_id)
         if found is None:
             try:
@@ -60,10 +62,11 @@ class StackReader:
         kernel, kernel_err = self.read(key.kernel_stack_id)
         if kernel_err == "EFAULT":
             kernel_err = ""  # sampled in user mode: there is no kernel stack
-        packed = self._walked.get(key.user_stack_id, b"")  # (get_stackid's ids: none there)
+        walked = self._walked.get(key.user_stack_id, NOT_WALKED)  # (get_stackid's: none)
         sample = RawSample(
             key.tgid, key.tid, user, kernel, count, user_err, kernel_err,
-            image=getattr(key, "image", 0), user_key=packed,
+            image=getattr(key, "image", 0), fp_from=walked.fp_from, fp_end=walked.fp_end,
+            user_key=walked.packed,
         )  # fmt: skip
         python = self._python.get(getattr(key, "python_stack_id", 0))
         if python is None:  # none (0), or lost (-EEXIST): the native stack alone
@@ -75,9 +78,12 @@ class StackReader:
     def weighted(self, key: Any, value: Any) -> RawSample:
         """A uretprobe/offcpu entry: count and ns, the probed function innermost."""
         sample = self.sample(key, int(value.count))
-        user = ((int(key.leaf_ip),) if key.leaf_ip else ()) + sample.user_stack
-        weight_ns = int(value.weight_ns)
-        return dataclasses.replace(sample, user_stack=user, weight_ns=weight_ns, user_key=b"")
+        leaf = (int(key.leaf_ip),) if key.leaf_ip else ()
+        fp_from = sample.fp_from + len(leaf) if sample.fp_from >= 0 else -1
+        return dataclasses.replace(
+            sample, user_stack=leaf + sample.user_stack, weight_ns=int(value.weight_ns),
+            fp_from=fp_from, user_key=b"",
+        )  # fmt: skip
 
 
 def clear_stacks(table: Any) -> None:

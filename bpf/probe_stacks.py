@@ -30,9 +30,9 @@ from typing import Any
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probes import ProgramType
 from bpftop.bpf.python_walk import PythonWalker, load_copy
-from bpftop.bpf.raw import Packed, RawSample
+from bpftop.bpf.raw import RawSample, WalkedStack
 from bpftop.bpf.retarget import load_walker_copy
-from bpftop.bpf.unwinder import WALKER_ID_BIT
+from bpftop.bpf.unwinder import WALKER_ID_BIT, walked_stack
 
 # (function, its prog array, BCC's program type attribute)
 KPROBE_WALKER = (b"unwind_walk_kp", b"unwind_progs_kp", "KPROBE")
@@ -63,16 +63,17 @@ def is_walked(stack_id: int) -> bool:
     return stack_id >= 0 and bool(stack_id & WALKER_ID_BIT)
 
 
-def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, Packed]:
+def read_walked(table: Any, stack_ids: Iterable[int]) -> dict[int, WalkedStack]:
     """The walked stacks of ``stack_ids`` found in ``table`` (a ``uwstacks`` map),
     packed. They stay there: an offcpu entry may still refer to them."""
-    found: dict[int, Packed] = {}
+    found: dict[int, WalkedStack] = {}
     for stack_id in {s for s in stack_ids if is_walked(s)}:
         try:
             leaf = table[ct.c_uint32(stack_id)]
         except KeyError:
             continue
-        found[stack_id] = bytes(leaf.addrs)[: 8 * min(int(leaf.len), len(leaf.addrs))]
+        packed = bytes(leaf.addrs)[: 8 * min(int(leaf.len), len(leaf.addrs))]
+        found[stack_id] = walked_stack(packed, int(leaf.flags))
     return found
 
 

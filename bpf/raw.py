@@ -15,6 +15,22 @@ RawPyFrame = tuple[int, int, bool, int]
 
 
 @dataclass(frozen=True, slots=True)
+class WalkedStack:
+    """A stack of the in-kernel walker (bpf/unwind.bpf.c's ``struct ustack``):
+    its addresses packed, and where the walk leaned on the frame pointer.
+
+    ``fp_from``: the first frame whose caller the frame pointer was asked for
+    because its pc lay in none of the mappings the walker was given (a library
+    mapped since, or JIT code), -1 if none; ``fp_end``: the last frame's caller
+    was sought by frame pointer (the walk ends where frame pointers end, short
+    of the entry point a table walk reaches)."""
+
+    packed: Packed
+    fp_from: int = -1
+    fp_end: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RawSample:
     """Samples of one thread with one (user, kernel) stack pair.
 
@@ -37,6 +53,10 @@ class RawSample:
     python_stack: tuple[RawPyFrame, ...] = ()  # the thread's Python frames, if any
     python_truncated: bool = False  # ... cut at the root end (too deep)
     image: int = 0  # how many times the process had exec'd since attach (its image)
+    # How the walker walked ``user_stack`` (:class:`WalkedStack`); -1 and False
+    # for a stack it did not walk.
+    fp_from: int = -1
+    fp_end: bool = False
     # ``user_stack`` packed, when the drain read it so (the walker's stacks): what
     # the stack cache looks a stack up by; b"": pack ``user_stack`` for that.
     user_key: Packed = field(default=b"", compare=False, repr=False)

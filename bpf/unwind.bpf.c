@@ -101,10 +101,21 @@ struct unwind_proc {
     struct unwind_mapping maps[UNWIND_MAX_MAPPINGS];
 };
 
+/* How a walk went, in struct ustack's flags (bpf/unwinder.py reads them).
+ * The low byte: 1 + the index of the first frame whose caller was sought by
+ * the frame pointer because its pc lay in none of the process's described
+ * mappings (code mapped after the description, or JIT code: user space tells
+ * them apart by the maps); 0: none. USTACK_FP_END: the last frame's caller
+ * was sought by the frame pointer (no table there, or none yet for the
+ * process), so the walk ends where frame pointers end (main's caller, a
+ * thread's start_thread), short of the entry a table walk reaches. */
+#define USTACK_FP_FROM_MASK 0xff
+#define USTACK_FP_END 0x100
+
 struct ustack {
     u64 hash;
     u32 len;
-    u32 pad;
+    u32 flags;
     u64 addrs[UNWIND_MAX_FRAMES];
 };
 
@@ -216,14 +227,15 @@ static __always_inline void unwind_narrow(struct unwind_mapping *m, u64 vaddr, u
     *n = *hi - *lo + 1;
 }
 
-/* The row in force at pc; 0 when there is none (no table: frame pointer). */
+/* The row in force at pc: 1 found; 0 none (no table: frame pointer); -1
+ * none because pc is in none of the described process's mappings. */
 static __always_inline int unwind_find_row(struct unwind_state *st, struct unwind_proc *proc, u64 pc,
                                            struct unwind_row *out) {
     if (!proc)
         return 0;
     int found = unwind_find_mapping(proc, pc, st->mapping);
     if (found < 0)
-        return 0;
+        return -1;
     st->mapping = (u32)found;
     struct unwind_mapping *m = &proc->maps[found & (UNWIND_MAX_MAPPINGS - 1)];
     if (!m->rows_len)
@@ -316,7 +328,9 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     u64 at = (len == 0 || (st->flags & UNWIND_EXACT_PC)) ? pc : pc - 1;
     st->flags = 0;
     struct unwind_row row = {};
-    if (unwind_find_row(st, proc, at, &row) && row.kind != ROW_GAP)
+    int found = unwind_find_row(st, proc, at, &row);
+    st->stack.flags &= ~USTACK_FP_END;
+    if (found > 0 && row.kind != ROW_GAP)
         return unwind_row_step(st, &row);
     if (len == 0 && st->at_entry) { /* no table yet, but the return address is on top */
         if (unwind_read(&st->pc, st->sp))
@@ -326,6 +340,9 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
     }
     if (st->mode != UNWIND_MODE_AUTO && proc) /* dwarf: tables only, once the process has them */
         return 1;
+    if (found < 0 && !(st->stack.flags & USTACK_FP_FROM_MASK))
+        st->stack.flags |= (len + 1) & USTACK_FP_FROM_MASK;
+    st->stack.flags |= USTACK_FP_END;
     return unwind_fp_step(st);
 }
 
@@ -334,7 +351,7 @@ static __always_inline int unwind_step(struct unwind_state *st, struct unwind_pr
 static __always_inline s32 unwind_store(struct unwind_state *st) {
     if (st->stack.len == 0)
         return -EFAULT;
-    u64 hash = (st->stack.hash ^ st->stack.len) * 0x9e3779b97f4a7c15ULL;
+    u64 hash = (st->stack.hash ^ st->stack.len ^ ((u64)st->stack.flags << 32)) * 0x9e3779b97f4a7c15ULL;
     st->stack.hash = hash;
     u32 id = (u32)(hash >> 34) | WALKER_ID_BIT;
     /* Mostly a stack seen before: look it up first, insert only when new. */
@@ -450,6 +467,7 @@ static __always_inline struct unwind_state *unwind_begin(struct pt_regs *regs, u
     st->flags = 0;
     st->mapping = 0;
     st->stack.len = 0;
+    st->stack.flags = 0;
     st->stack.hash = 0xcbf29ce484222325ULL;
     return st;
 }

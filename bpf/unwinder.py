@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpftop.bpf.batch import Drained, HashDrain
-from bpftop.bpf.raw import Packed
+from bpftop.bpf.raw import Packed, WalkedStack
 
 MODES = {"fp": 0, "dwarf": 1, "auto": 2}
 ROW_SIZE = 16  # sizeof(struct unwind_row)
@@ -30,6 +30,9 @@ ROWS_PER_BUCKET = 4  # UNWIND_ROWS_PER_BUCKET
 MAX_MAPPINGS = 256  # UNWIND_MAX_MAPPINGS
 # Walker stack ids have this bit set; bpf_get_stackid's ids are below it.
 WALKER_ID_BIT = 1 << 30
+# struct ustack's flags (unwind.bpf.c).
+USTACK_FP_FROM_MASK = 0xFF
+USTACK_FP_END = 0x100
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +259,7 @@ class Unwinder:
         with self._poll_lock:
             pass
 
-    def take_stacks(self, generation: int) -> dict[int, Packed]:
+    def take_stacks(self, generation: int) -> dict[int, WalkedStack]:
         """Every walked stack of an inactive generation, removed from the store."""
         return _stacks(self._drains[generation].drain(), self._stores[generation].Leaf)
 
@@ -292,18 +295,28 @@ def _write(array: Any, start: int, values: Any) -> None:
     array.items_update_batch(keys, values)
 
 
-def _stacks(drained: Drained, leaf: Any) -> dict[int, Packed]:
-    """Stack id -> its addresses packed (the bytes of the value's words in use),
-    from a drained store (u32 keys, ``struct ustack`` values): a slice each, no
-    int object per address (the collector makes those for new stacks only)."""
+def _stacks(drained: Drained, leaf: Any) -> dict[int, WalkedStack]:
+    """Stack id -> its stack, from a drained store (u32 keys, ``struct ustack``
+    values): the addresses packed (the bytes of the value's words in use, a
+    slice each, no int object per address: the collector makes those for new
+    stacks only) and what the walk's flags say."""
     ids = memoryview(drained.keys).cast("I").tolist()
     values = drained.values
     halves = memoryview(values).cast("I")
     size = ct.sizeof(leaf)
-    len_at, addrs_at = leaf.len.offset // 4, leaf.addrs.offset
+    len_at, flags_at, addrs_at = leaf.len.offset // 4, leaf.flags.offset // 4, leaf.addrs.offset
     depth = leaf.addrs.size // 8
-    stacks: dict[int, Packed] = {}
+    stacks: dict[int, WalkedStack] = {}
     for i, stack_id in enumerate(ids):
-        first = i * size + addrs_at
-        stacks[stack_id] = values[first : first + 8 * min(halves[i * size // 4 + len_at], depth)]
+        first, word = i * size + addrs_at, i * size // 4
+        packed = values[first : first + 8 * min(halves[word + len_at], depth)]
+        flags = halves[word + flags_at]
+        stacks[stack_id] = walked_stack(packed, flags) if flags else WalkedStack(packed)
     return stacks
+
+
+def walked_stack(packed: Packed, flags: int) -> WalkedStack:
+    """A walked stack with its ``struct ustack`` flags read (unwind.bpf.c:
+    the low byte is 1 + the first frame stepped by frame pointer in code the
+    walker had no mapping of, USTACK_FP_END the last step's kind)."""
+    return WalkedStack(packed, (flags & USTACK_FP_FROM_MASK) - 1, bool(flags & USTACK_FP_END))

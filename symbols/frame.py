@@ -31,6 +31,8 @@ class Unresolved(StrEnum):
     NOT_CODE = "address in memory that holds no code"  # heap, stack, data: a wrong return address
     STACK_TRUNCATED = "stack truncated"  # the walk stopped before an entry point
     STACK_TOO_DEEP = "stack deeper than the walk limit"
+    # the walk reached code mapped after the walker was given the process's mappings
+    STACK_UNDESCRIBED = "stack reached code not described yet"
     KERNEL_HIDDEN = "kernel symbols hidden"
     STACK_UNREADABLE = "stack could not be read"
     CODE_FREED = "Python code object freed before it was named"
@@ -62,6 +64,13 @@ THREAD_ENTRY_FUNCTIONS = frozenset(
         "_rt0_amd64",
         "_rt0_amd64_linux",
     }
+)
+# Where a frame-pointer walk ends with glibc: main's caller, and a thread's
+# start_thread (clone3 clears the frame pointer); a walk by unwind tables goes
+# on to _start or clone3. A table walk that fell back to the frame pointer for
+# its last step and stopped at one of these was cut short of its real root.
+FRAME_POINTER_ROOTS = frozenset(
+    {"main", "__libc_start_call_main", "__libc_start_main", "start_thread"}
 )
 # Go's linker names assembly functions NAME.abi0 (and a wrapper NAME.abiinternal).
 _GO_ABI_SUFFIXES = (".abi0", ".abiinternal")
@@ -125,11 +134,15 @@ class Frame:
         return "[unknown]"
 
 
-def looks_truncated(outermost: Frame, depth: int, max_depth: int) -> bool:
+def looks_truncated(
+    outermost: Frame, depth: int, max_depth: int, table_walk_fp_end: bool = False
+) -> bool:
     """True when a user stack of ``depth`` addresses, ``outermost`` its last
     frame, did not reach an entry point: it is as deep as the walk allows, or
     its outermost frame is named but is no program or thread entry (an
-    unnamed one carries its own reason)."""
+    unnamed one carries its own reason). ``table_walk_fp_end``: a walk by
+    unwind tables took its last step by frame pointer, so stopping where
+    frame pointers stop (:data:`FRAME_POINTER_ROOTS`) is short of the root."""
     if depth >= max_depth:
         return True
     name = outermost.function
@@ -137,15 +150,20 @@ def looks_truncated(outermost: Frame, depth: int, max_depth: int) -> bool:
         return False
     for suffix in _GO_ABI_SUFFIXES:
         name = name.removesuffix(suffix)
+    if table_walk_fp_end and name in FRAME_POINTER_ROOTS:
+        return True
     return name not in THREAD_ENTRY_FUNCTIONS
 
 
-def truncation(outermost: Frame, depth: int, max_depth: int) -> Unresolved | None:
+def truncation(
+    outermost: Frame, depth: int, max_depth: int, table_walk_fp_end: bool = False
+) -> Unresolved | None:
     """Why a user stack (``depth`` addresses, ``outermost`` its last frame) is
     incomplete: as deep as the walk goes (STACK_TOO_DEEP), or the walk stopped
-    at a named frame that is no entry point (STACK_TRUNCATED); None if whole."""
+    at a named frame that is no entry point (STACK_TRUNCATED; see
+    :func:`looks_truncated` for ``table_walk_fp_end``); None if whole."""
     if depth >= max_depth:
         return Unresolved.STACK_TOO_DEEP
-    if looks_truncated(outermost, depth, max_depth):
+    if looks_truncated(outermost, depth, max_depth, table_walk_fp_end):
         return Unresolved.STACK_TRUNCATED
     return None

@@ -62,6 +62,9 @@ _STATIC_HINTS: dict[Unresolved, str] = {
     Unresolved.STACK_TRUNCATED: "the walk stopped before main or a thread start: a file "
     "without an unwind table (yet) and without frame pointers, or a rule the walker "
     "cannot follow",
+    Unresolved.STACK_UNDESCRIBED: "the walk reached a library mapped after bpftop gave the "
+    "walker the process's mappings (its first milliseconds, a dlopen): the frames past it "
+    "are left out until the mappings are read again",
     Unresolved.STACK_TOO_DEEP: "deeper than the walk limit (kernel.perf_event_max_stack): "
     "the outermost frames are cut",
 }

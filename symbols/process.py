@@ -151,6 +151,15 @@ class ProcessSymbolizer:
         """(pid, start time): what tells this process from a recycled pid."""
         return self.pid, self.start_time
 
+    def in_fileless_code(self, addr: int) -> bool:
+        """True when ``addr`` lies in code no file holds (anonymous memory:
+        JIT code; the [vdso]), not in a file's mapping or in none (the maps
+        are read again, rate-limited, for an address in none)."""
+        if self.maps is None:
+            return False
+        entry = self._entry_for(Address(addr))
+        return entry is not None and not entry.is_file
+
     def symbolize(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
         """Frames for a stack given innermost first, in the same order.
 

@@ -151,6 +151,11 @@ class Symbolizer:
         """
         return self._process(pid, image).symbolize(addrs)
 
+    def in_fileless_code(self, pid: int, addr: int, image: int | None = None) -> bool:
+        """True when ``addr`` lies in code no file holds (JIT code, the [vdso])
+        of ``pid`` (of its image ``image``)."""
+        return self._process(pid, image).in_fileless_code(addr)
+
     def source_lines(
         self, pid: int, addrs: Sequence[int], image: int | None = None
     ) -> tuple[SourceLine | None, ...]:

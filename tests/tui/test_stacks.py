@@ -4,6 +4,7 @@ or off rebuilds stacks as they come back."""
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Sequence
 
@@ -41,6 +42,12 @@ class CountingSymbolizer(Symbolizer):
     def kernel_frames(self, addrs: Sequence[int]) -> tuple[Frame, ...]:
         self.calls.append("kernel")
         return tuple(Frame(f"k{a}", "[kernel]", 0, kernel=True) for a in addrs)
+
+    def in_fileless_code(self, pid: int, addr: int, image: int | None = None) -> bool:
+        return addr >= JIT  # "JIT code" at and above JIT
+
+
+JIT = 1000
 
 
 def sample(user: tuple[int, ...], kernel: tuple[int, ...] = (), user_error: str = "") -> RawSample:
@@ -179,3 +186,34 @@ def test_a_stack_cut_short_goes_under_truncated_and_a_whole_one_under_its_root()
     cut = cache.lookup(sample((3, 2)))  # the walk stopped at u2: no second root
     assert [f.function for f in cut.frames] == ["[truncated]", "u2", "u3"]
     assert (Unresolved.STACK_TRUNCATED, "") in cut.unknown
+
+
+def test_a_walk_on_by_frame_pointer_from_undescribed_file_code_is_cut_there() -> None:
+    """The walker had no mapping of frame 1's code and asked the frame pointer
+    for its caller: in a file's code (a library mapped since) the callers are
+    garbage and left out, the stack marked; in JIT code they are kept."""
+    cache = StackCache(CountingSymbolizer(), offsets=False, mangled=False)
+    undescribed = cache.lookup(dataclasses.replace(sample((3, 2, 1)), fp_from=1))
+    assert [f.function for f in undescribed.frames] == ["[truncated]", "u2", "u3"]
+    assert undescribed.unknown == ((Unresolved.STACK_UNDESCRIBED, ""),)
+    jit = cache.lookup(dataclasses.replace(sample((3, JIT, 1)), fp_from=1))
+    assert [f.function for f in jit.frames] == ["[truncated]", "u1", f"u{JIT}", "u3"]
+    assert jit.unknown == ((Unresolved.STACK_TRUNCATED, ""),)  # u1: no entry point
+
+
+def test_a_table_walk_ended_by_frame_pointer_at_main_is_marked() -> None:
+    cache = StackCache(NamedSymbolizer(), offsets=False, mangled=False)
+    whole = cache.lookup(sample((3, 2, 1)))
+    assert [f.function for f in whole.frames] == ["main", "run", "spin"]
+    cut = cache.lookup(dataclasses.replace(sample((3, 2, 1)), fp_end=True))
+    assert [f.function for f in cut.frames] == ["[truncated]", "main", "run", "spin"]
+
+
+NAMES = {1: "main", 2: "run", 3: "spin"}
+
+
+class NamedSymbolizer(CountingSymbolizer):
+    def user_frames(
+        self, pid: int, addrs: Sequence[int], image: int | None = None
+    ) -> tuple[Frame, ...]:
+        return tuple(Frame(NAMES[a], "/bin/app", 0) for a in addrs)

@@ -33,11 +33,11 @@ DEFAULT_MAX_STACK_DEPTH = 127
 PER_MODULE_REASONS = frozenset(
     {Unresolved.NO_SYMBOLS, Unresolved.NOT_COVERED, Unresolved.FILE_UNREADABLE}
 )
-# (tgid, image, user addresses, kernel addresses, Python frames), packed as 64-bit
-# values: a tuple of 40 addresses is 40 int objects (1.7 KB), its bytes 360 bytes.
-# The image (how many times the process had exec'd): the same addresses in two
-# images of one process may be two functions.
-StackKey = tuple[int, int, bytes, bytes, bytes]
+# (tgid, image, user addresses, how they were walked, kernel addresses, Python
+# frames), packed as 64-bit values: a tuple of 40 addresses is 40 int objects
+# (1.7 KB), its bytes 360 bytes. The image (how many times the process had
+# exec'd): the same addresses in two images of one process may be two functions.
+StackKey = tuple[int, int, bytes, tuple[int, bool], bytes, bytes]
 
 
 class Stack:
@@ -108,6 +108,7 @@ class StackCache:
             sample.tgid,
             sample.image,
             sample.user_key or _packed(sample.user_stack),
+            (sample.fp_from, sample.fp_end),
             _packed(sample.kernel_stack),
             _packed_python(sample),
         )
@@ -121,13 +122,19 @@ class StackCache:
 
     def _build(self, sample: RawSample) -> Stack:
         symbolizer = self._symbolizer
+        addrs = sample.user_stack
+        cut: Unresolved | None = None
+        end = self._described_end(sample)
+        if end is not None:
+            addrs, cut = addrs[:end], Unresolved.STACK_UNDESCRIBED
         if self.source_lines:
-            user = symbolizer.with_source_lines(sample.tgid, sample.user_stack, sample.image)
+            user = symbolizer.with_source_lines(sample.tgid, addrs, sample.image)
         else:
-            user = symbolizer.user_frames(sample.tgid, sample.user_stack, sample.image)
-        cut = truncation(user[-1], len(sample.user_stack), self._max_depth) if user else None
+            user = symbolizer.user_frames(sample.tgid, addrs, sample.image)
+        if cut is None and user:
+            cut = truncation(user[-1], len(addrs), self._max_depth, sample.fp_end)
         native = user
-        if sample.python_stack:  # Python frames in place of the eval loop's
+        if sample.python_stack and end is None:  # Python frames in place of the eval loop's
             user = self.python.merged(sample, user)
         kernel = tuple(reversed(symbolizer.kernel_frames(sample.kernel_stack)))
         head: tuple[Frame, ...] = (MISSING_USER_STACK,) if sample.user_error else ()
@@ -138,6 +145,20 @@ class StackCache:
             return Stack(frames, unknown_keys(frames, cut))
         natives = self._relabeled(head + tuple(reversed(native)) + kernel)
         return Stack(frames, unknown_keys(frames, cut), natives)
+
+    def _described_end(self, sample: RawSample) -> int | None:
+        """Where a walked stack stops being trustworthy, if it does: past its
+        frame whose caller the frame pointer was asked for because the
+        walker had no mapping of its code, unless no file holds that code
+        (JIT code, the [vdso]: walked by frame pointer on purpose): a library
+        mapped after the walker got the process's mappings, most built
+        without frame pointers, gives garbage callers."""
+        at = sample.fp_from
+        if at < 0 or at + 1 >= len(sample.user_stack):
+            return None
+        if self._symbolizer.in_fileless_code(sample.tgid, sample.user_stack[at], sample.image):
+            return None
+        return at + 1
 
     def _relabeled(self, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
         if self._offsets or self._mangled or self.short_names:
