@@ -337,6 +337,37 @@ static __always_inline void send_event(void *ctx, u32 kind, u32 tgid, u32 tid) {
     events.perf_submit(ctx, &ev, sizeof(ev));
 }
 
+/* A command bpftop launched, held at its exec and again once the loader has
+ * mapped its libraries, before any of their code runs (their code has no
+ * unwind table in the walker until user space reads the maps; stopped there,
+ * a program that throws in its first millisecond is walked whole). The
+ * loader (ld.so) calls _dl_debug_state, a debugger's hook, before it maps
+ * the program's libraries and again once they are mapped (glibc's dl_main):
+ * loader_ready is attached there, for every process (a uprobe on the file),
+ * and stops a held command at its LOADER_CALLS-th call after the exec.
+ * tgid -> calls still to come. */
+#define LOADER_CALLS 2
+BPF_HASH(loader_holds, u32, u32, 64);
+
+int loader_ready(struct pt_regs *ctx) {
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tgid = id >> 32;
+    u32 *left = loader_holds.lookup(&tgid);
+    if (!left)
+        return 0;
+    if (*left > 1) {
+        *left -= 1;
+        return 0;
+    }
+    loader_holds.delete(&tgid);
+    bpf_send_signal(19); /* SIGSTOP */
+    unwind_exec(tgid, 1); /* wakes user space (the walker's new entry comes from it) */
+    struct event ev = {.kind = EVENT_LOADED, .tgid = tgid, .tid = (u32)id, .image = image_of(tgid)};
+    bpf_get_current_comm(&ev.comm, sizeof(ev.comm));
+    events.perf_submit(ctx, &ev, sizeof(ev));
+    return 0;
+}
+
 /* A target exec'd: user space re-reads its maps at once. A command bpftop
  * launched stops here, before its new image runs, until its maps are read. */
 TRACEPOINT_PROBE(sched, sched_process_exec) {
@@ -353,9 +384,11 @@ TRACEPOINT_PROBE(sched, sched_process_exec) {
     exec_counts.update(&tgid, &image);
     if (!target)
         return 0;
+    loader_holds.delete(&tgid);
     if (control_get(CONTROL_HOLD_AT_EXEC) == tgid) {
-        u32 slot = CONTROL_HOLD_AT_EXEC, none = 0;
+        u32 slot = CONTROL_HOLD_AT_EXEC, none = 0, calls = LOADER_CALLS;
         control.update(&slot, &none);
+        loader_holds.update(&tgid, &calls);
         bpf_send_signal(19); /* SIGSTOP */
     }
     struct event ev = {.kind = EVENT_EXEC, .tgid = tgid, .tid = (u32)id, .image = image};

@@ -65,6 +65,7 @@ struct pending {
 #define EVENT_EXIT 1
 #define EVENT_EXEC 2 /* a target exec'd: its image changed */
 #define EVENT_FORK 3 /* a target forked (--children): tgid = the child, tid = its parent */
+#define EVENT_LOADED 4 /* a held command's loader mapped its libraries: it is stopped */
 
 struct event {
     u32 kind;

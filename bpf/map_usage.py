@@ -21,8 +21,8 @@ _MAP_KINDS = {
 }  # fmt: skip
 ALL_MAPS = (
     "targets", "control", "counts0", "counts1", "stacks0", "stacks1", "drops", "events",
-    "wcounts0", "wcounts1", "wstacks", "wstacks_1", "calls", "blocked",
-    "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
+    "wcounts0", "wcounts1", "wstacks", "wstacks_1", "calls", "blocked", "exec_counts",
+    "loader_holds", "unwind_mode", "unwind_rows", "unwind_index", "unwind_procs", "unwind_scratch",
     "ustacks0", "ustacks1", "uwstacks0", "uwstacks1", "unwind_progs", "unwind_progs_kp",
     "unwind_progs_tp", "unwind_execs",
     "python_procs", "python_scratch", "python_counts", "pystacks0", "pystacks1", "pywstacks0",
@@ -32,8 +32,8 @@ ALL_MAPS = (
 _SLOT_ARRAYS = frozenset({"unwind_rows", "unwind_index"})
 """Arrays filled from the start: their used slots are what the walker wrote."""
 _WALKED_MAPS = frozenset({
-    "targets", "calls", "blocked", "unwind_procs", "wstacks", "wstacks_1", "uwstacks0", "uwstacks1",
-    "python_procs", "pywstacks0", "pywstacks1",
+    "targets", "calls", "blocked", "exec_counts", "loader_holds", "unwind_procs", "wstacks",
+    "wstacks_1", "uwstacks0", "uwstacks1", "python_procs", "pywstacks0", "pywstacks1",
 })  # fmt: skip
 """Maps not drained per tick, counted by walking them (small, or empty when unused)."""
 

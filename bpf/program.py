@@ -31,6 +31,7 @@ from bpftop.bpf.environment import (
 )
 from bpftop.bpf.kallsyms_stub import kallsyms_stub
 from bpftop.bpf.libbcc import LIBBCC_LOCK
+from bpftop.bpf.loader_watch import LoaderWatch
 from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_copies import ProbeCopies
@@ -123,6 +124,7 @@ class CpuSampler:
         self._image_lookup: tuple[ImageCache, str, ProgramImage | None] | None = None
         self._bpf: Any = None
         self._drains: MapDrains | None = None  # made at the first drain
+        self._loaders: LoaderWatch | None = None  # made when a held command first execs
         self._stats_fd: int | None = None
         self._drained: dict[str, int] = {}
         self._gen = 0
@@ -242,8 +244,16 @@ class CpuSampler:
             targets[ct.c_uint32(pid)] = ct.c_uint8(1)
 
     def hold_at_exec(self, pid: int) -> None:
-        """Make target ``pid`` stop (SIGSTOP) right after its next exec."""
+        """Make target ``pid`` stop (SIGSTOP) right after its next exec, and
+        again once its loader has mapped its libraries (see :meth:`watch_loader`)."""
         self._bpf[b"control"][ct.c_int(CONTROL_HOLD_AT_EXEC)] = ct.c_uint32(pid)
+
+    def watch_loader(self, pid: int) -> bool:
+        """Let the loader of held target ``pid`` stop it once the libraries are
+        mapped (an exec event then says so); False if that loader cannot be watched."""
+        if self._loaders is None:
+            self._loaders = LoaderWatch(self._bpf)
+        return self._loaders.watch(pid)
 
     def image_of(self, tgid: int) -> int:
         """Which image of ``tgid`` runs: how many times it has exec'd while a
@@ -385,7 +395,8 @@ class CpuSampler:
         assert self._events is not None  # loaded
         events, now = self._events.take(), time.monotonic()
         tick = RawTick(
-            samples=samples, exits=events.exits, execs=events.execs, forks=events.forks,
+            samples=samples, exits=events.exits, execs=events.execs, loaded=events.loaded,
+            forks=events.forks,
             fork_parents=events.fork_parents, lost_events=events.lost,
             dropped_samples=self._take_dropped(), interval_s=now - self._last_drain,
             walked_samples=walked_samples,

@@ -95,6 +95,8 @@ class RawTick:
     samples: tuple[RawSample, ...] = ()
     exits: tuple[ExitEvent, ...] = ()
     execs: tuple[int, ...] = ()  # tgids that exec'd (a new image to symbolize)
+    # a held command whose loader mapped its libraries (it is stopped: bpftop.bpf.c)
+    loaded: tuple[int, ...] = ()
     forks: tuple[int, ...] = ()  # new tasks of followed targets (--children)
     fork_parents: tuple[int, ...] = ()  # the tgid that forked each of ``forks``
     lost_events: int = 0

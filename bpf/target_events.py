@@ -14,7 +14,7 @@ from typing import Any
 
 from bpftop.bpf.raw import ExitEvent
 
-EVENT_EXIT, EVENT_EXEC, EVENT_FORK = 1, 2, 3  # bpftop.h
+EVENT_EXIT, EVENT_EXEC, EVENT_FORK, EVENT_LOADED = 1, 2, 3, 4  # bpftop.h
 
 
 class Event(ct.Structure):
@@ -38,6 +38,7 @@ class Reported:
     execs: tuple[int, ...] = ()
     forks: tuple[int, ...] = ()  # the children
     fork_parents: tuple[int, ...] = ()  # ... and their parents, one for one
+    loaded: tuple[int, ...] = ()  # held commands stopped where their libraries are mapped
     lost: int = 0  # records the buffer had no room for
 
 
@@ -54,15 +55,17 @@ class TargetEvents:
         self._execs: list[int] = []
         self._forks: list[int] = []
         self._fork_parents: list[int] = []
+        self._loaded: list[int] = []
         self._lost = 0
 
     def take(self) -> Reported:
         """What arrived since the last take."""
         reported = Reported(
             tuple(self._exits), tuple(self._execs), tuple(self._forks),
-            tuple(self._fork_parents), self._lost,
+            tuple(self._fork_parents), tuple(self._loaded), self._lost,
         )  # fmt: skip
         self._exits, self._execs, self._forks, self._fork_parents = [], [], [], []
+        self._loaded = []
         self._lost = 0
         return reported
 
@@ -74,6 +77,8 @@ class TargetEvents:
             self._exits.append(ExitEvent(ev.tgid, ev.tid, ev.comm.decode(errors="replace")))
         elif ev.kind == EVENT_EXEC:
             self._execs.append(ev.tgid)
+        elif ev.kind == EVENT_LOADED:
+            self._loaded.append(ev.tgid)
         elif ev.kind == EVENT_FORK:
             self._forks.append(ev.tgid)  # the event's tid is the parent's tgid
             self._fork_parents.append(ev.tid)

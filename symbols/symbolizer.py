@@ -200,6 +200,15 @@ class Symbolizer:
         process = self._processes.get(pid)
         return process if process is not None else self.prepare(pid)
 
+    def reread(self, pid: int) -> None:
+        """Read ``pid``'s maps again (libraries mapped since they were read),
+        every executable mapping indexed at once; if it is gone, what was
+        read before is kept (a program that ran for a millisecond is named
+        from it)."""
+        before = self._processes.pop(pid, None)
+        if self.prepare(pid, preload=True).maps is None and before is not None:
+            self._processes[pid] = before
+
     def forget(self, pid: int) -> None:
         """Drop what is known about ``pid`` (it exited, or it exec'd)."""
         self._processes.pop(pid, None)

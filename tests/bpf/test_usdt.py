@@ -369,10 +369,10 @@ def test_libstdcxx_throw_attached_counts_exactly(workloads: Path, tmp_path: Path
 
 def test_libstdcxx_throw_launched_counts_exactly(workloads: Path, tmp_path: Path) -> None:
     """Before the exec the target maps no libstdc++: found through ldconfig.
-    Its throws come in its first milliseconds, before the walker is given the
-    libstdc++ the loader maps: a stack walked into it is marked [truncated],
-    never walked on by frame pointer through code without them (it gave
-    `libstdc+++0xa9c00;libstdc+++0x19c420;__cxa_throw`, or all [unknown])."""
+    Its throws come in its first milliseconds: held again where the loader
+    has mapped its libraries, every stack is whole and named from the first
+    hit (it gave `libstdc+++0xa9c00;libstdc+++0x19c420;__cxa_throw`, walked
+    on by frame pointer through code without them, or all [unknown])."""
     out = tmp_path / "o.folded"
     thrower = str(workloads / "thrower")
     bpftop = start_record(out, "--probe", LIBSTDCXX, "--", thrower, str(N), "go")
@@ -381,8 +381,7 @@ def test_libstdcxx_throw_launched_counts_exactly(workloads: Path, tmp_path: Path
     assert counts(stdout.splitlines()[-1]) == {"thrown": N}
     assert total(out) == N
     for stack in parse_folded(out):
-        whole = stack[1] == "_start" and "main" in stack and stack[-1] == "__cxa_throw"
-        assert whole or stack[1] == "[truncated]", stack
+        assert stack[1] == "_start" and "main" in stack and stack[-1] == "__cxa_throw", stack
 
 
 def _python_with_probes() -> None:

@@ -302,9 +302,9 @@ class Collector:
             release(self._launched)
             self._on_exec(self.pid)
             self._exec_read_ahead = 1  # this exec's event is still to come: read already
-            self._resume_held()
-            if self._unwind_feed is not None:  # the exec thread sees a later exec at once
+            if self._unwind_feed is not None:  # the exec thread sees a later stop at once
                 self._unwind_feed.on_exec = self._exec_seen
+            self._resume_held()
         note = self._sampler.header_note
         self._notices = (note,) if note else ()
         self._post(Phase.SAMPLING, self._note)
@@ -411,6 +411,7 @@ class Collector:
         assert self._launched is not None
         self._sampler.forget_blocked(self.pid)  # the hold is ours, not the command's wait
         self._sampler.hold_at_exec(self.pid)
+        self._sampler.watch_loader(self.pid)  # stopped again once its libraries are mapped
         resume(self._launched)
         # Read while held, before its loader ran, the image lacks its libraries:
         # read again as they are mapped (a 50 ms image's libc frames went unnamed).
@@ -490,8 +491,7 @@ class Collector:
         self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
     ) -> None:
         for tgid in tuple(self._reread_next):
-            self._symbolizer.forget(tgid)
-            self._symbolizer.prepare(tgid, preload=True)
+            self._symbolizer.reread(tgid)
             self._stacks.python.refresh(tgid)
         for tgid in self._python_next - self._reread_next:
             self._stacks.python.refresh(tgid)
@@ -513,6 +513,12 @@ class Collector:
                 self._follow_probe()
                 self._resume_held()  # held at this exec: described now
                 self._reread_next.add(tgid)  # read before its loader ran: again next tick
+        for tgid in tick.loaded:  # stopped where its loader has mapped its libraries
+            if tgid == self.pid and self._launched is not None and self._bpf_ready:
+                self._on_exec(tgid, python=False)  # its libraries' maps and tables
+                # (its interpreter has not run yet: looked for next tick)
+                self._python_next.add(tgid)
+                self._resume_held()
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads
