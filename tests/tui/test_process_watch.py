@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bpftop.symbols.symbolizer import Symbolizer
-from bpftop.tui.collect.process_watch import ProcessWatch, any_thread_alive, live_children
+from bpftop.tui.collect.process_watch import (
+    ProcessWatch,
+    any_thread_alive,
+    live_children,
+    wake_at_exit,
+)
 from bpftop.tui.collect.targets import Followed, ProcessLabels, held_command, launch_held
 
 NO_SAMPLER: Any = None  # alive() never touches the sampler
@@ -89,3 +95,27 @@ def test_children_not_followed_are_counted_while_they_run() -> None:
             os.kill(int(pid), signal.SIGKILL)
         parent.kill()
         parent.wait()
+
+
+def test_wake_at_exit_wakes_when_the_process_ends_and_its_thread_ends_with_it() -> None:
+    child = subprocess.Popen(["/bin/sleep", "0.3"])
+    woken, stop = threading.Event(), threading.Event()
+    started = time.monotonic()
+    wake_at_exit(child.pid, woken.set, stop)
+    assert not woken.wait(0.1), "woken while the process runs"
+    assert woken.wait(5), "never woken"
+    assert time.monotonic() - started < 1.0, "woken at the exit, not at a poll"
+    child.wait()
+    watchers = [t for t in threading.enumerate() if t.name == f"bpftop-exit-{child.pid}"]
+    for thread in watchers:
+        thread.join(2)
+    assert not any(t.is_alive() for t in watchers)
+
+
+def test_wake_at_exit_of_a_process_that_lives_on_ends_at_stop() -> None:
+    woken, stop = threading.Event(), threading.Event()
+    wake_at_exit(os.getpid(), woken.set, stop)
+    (watcher,) = [t for t in threading.enumerate() if t.name == f"bpftop-exit-{os.getpid()}"]
+    stop.set()
+    watcher.join(3)
+    assert not watcher.is_alive() and not woken.is_set()

@@ -41,7 +41,7 @@ from bpftop.tui.collect.early import (
 )
 from bpftop.tui.collect.image_watch import ImageWatch
 from bpftop.tui.collect.probe_profiles import ProbeProfiles, ProbeRequest
-from bpftop.tui.collect.process_watch import ProcessWatch, trim_heap
+from bpftop.tui.collect.process_watch import ProcessWatch, trim_heap, wake_at_exit
 from bpftop.tui.collect.sampler import Sampler
 from bpftop.tui.collect.stacks import StackCache, unknown_shares
 from bpftop.tui.collect.targets import (
@@ -128,7 +128,9 @@ class Collector:
         self._facts = DiagnosticsFacts()  # Diagnostics' and the header's cost figures
         self._seq = 0
         self._stop, self._stop_ns = threading.Event(), 0  # stop(): when it was first called
-        self._wake = threading.Event()  # a request arrived, or stop
+        self._wake = threading.Event()  # a request arrived, the target exited, or stop
+        if not system_wide:
+            wake_at_exit(pid, self._wake.set, self._stop)
         self.source_lines = False  # asked for by the app (the L key), read between ticks
         self.headless = False  # record: reads the last snapshot's tree and table; no hints (dpkg)
         self.duration_s: float | None = None  # record's -d: no early sample past it

@@ -3,7 +3,7 @@
 Owns :class:`ProcessWatch` (psutil facts about the target, and whether it
 exited: a process lives while any of its threads does; a command bpftop holds
 before its exec is named as the user typed it, not as the holding shell; the
-children it runs that are not followed) and
+children it runs that are not followed), :func:`wake_at_exit` and
 :func:`trim_heap` and :func:`map_large_blocks` (bpftop's own freed memory
 back to the system). Used from the collector thread (``map_large_blocks``:
 once, at launch, by the CLI).
@@ -16,8 +16,10 @@ import ctypes
 import ctypes.util
 import dataclasses
 import os
+import select
 import shlex
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import psutil
 
@@ -89,6 +91,30 @@ class ProcessWatch:
         except psutil.Error:
             self.gone = True
         return self._last
+
+
+def wake_at_exit(pid: int, wake: Callable[[], None], stop: threading.Event) -> None:
+    """Call ``wake`` (from a thread of its own) once every thread of process
+    ``pid`` has exited (its pidfd turns readable then), so the tick that sees
+    the exit comes at once, not up to an interval later (``record -- CMD``
+    wrote its file up to a second after CMD ended); the thread ends then or
+    within a second of ``stop``. Nothing if the process is gone already or
+    the kernel has no pidfd."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return
+
+    def watch() -> None:
+        try:
+            while not stop.is_set():
+                if select.select([fd], [], [], 1.0)[0]:
+                    wake()
+                    return
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=watch, name=f"bpftop-exit-{pid}", daemon=True).start()
 
 
 def _cmdline(proc: psutil.Process) -> list[str]:
