@@ -35,7 +35,7 @@ from bpftop.bpf.probes import (
     ProbeSpec,
     ProbeSpecError,
 )
-from bpftop.bpf.usdt import UsdtReadError, usdt_notes
+from bpftop.bpf.usdt import UsdtReadError, file_key, usdt_notes
 
 MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -273,9 +273,13 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=32)
 def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
     """(name, address) of every function symbol in an ELF file, as BCC sees them."""
+    return _function_symbols(path, file_key(path))
+
+
+@functools.lru_cache(maxsize=32)
+def _function_symbols(path: str, _key: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
     bcc = import_bcc()
     try:
         found = bcc.BPF.get_user_functions_and_addresses(path.encode(), b".*")  # type: ignore[attr-defined]
