@@ -20,7 +20,7 @@ from typing import Any
 from bpftop.bpf.capture import capture_stderr
 from bpftop.bpf.libbcc import LIBBCC_LOCK, attach_uprobe
 from bpftop.bpf.probes import KINDS, Attach, KindRule
-from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available
+from bpftop.bpf.resolve import Plan, UnsupportedProbeError, kprobes_available, site_files
 
 
 def handler(name: bytes, slot: int) -> bytes:
@@ -47,6 +47,7 @@ class Attachment:
     def __init__(self, bpf: Any, plan: Plan, slot: int = 0) -> None:
         self.plan = plan
         self.slot = slot
+        self.files = site_files(plan.sites)  # what the sites name as attached
         self._bpf = bpf
         self._uprobe_events: list[bytes] = []
         self._attached = False

@@ -36,7 +36,7 @@ from bpftop.bpf.map_usage import map_usage
 from bpftop.bpf.maps_io import MapDrains, StackReader, clear_stacks
 from bpftop.bpf.probe_copies import ProbeCopies
 from bpftop.bpf.probe_stacks import clear_weighted, walked_share, weighted_samples
-from bpftop.bpf.probes import ProbeKind, ProbeSpec
+from bpftop.bpf.probes import ProbeKind, ProbeSpec, ProbeSpecError
 from bpftop.bpf.program_image import ImageCache, ProgramImage, compile_image, image_key, instantiate
 from bpftop.bpf.program_text import (
     PROGRAM_FILE,
@@ -48,7 +48,7 @@ from bpftop.bpf.program_text import (
 )
 from bpftop.bpf.python_walk import PythonCounts, PythonWalker
 from bpftop.bpf.raw import MapUsage, RawTick
-from bpftop.bpf.resolve import USER_ATTACH, Plan, resolve
+from bpftop.bpf.resolve import USER_ATTACH, Plan, resolve, site_files
 from bpftop.bpf.retarget import load_slot_copies
 from bpftop.bpf.settle import wait_for_handlers
 from bpftop.bpf.stats import (
@@ -115,6 +115,8 @@ class CpuSampler:
             self.defines["UNWIND_ROWS_SIZE"] = unwind_rows
         self._pids: tuple[int, ...] = ()
         self._attachment: Attachment | None = None
+        # Why the probe is not attached yet (start(until_exec=True)); follow_exec tries again.
+        self.waiting: ProbeSpecError | None = None
         self._retired: list[Attachment] = []  # muted, detached at the next drain
         self._epoch = 0  # one more per switch; its low bit is the active handler slot
         self._gen_slot = [0, 0]  # the slot whose probe filled each generation
@@ -284,10 +286,21 @@ class CpuSampler:
         """Probes go on every process (filtered in the kernel), not per pid."""
         return self.system_wide or self.follow_children
 
-    def start(self) -> None:
-        """Attach the probe given at construction (raises ProbeSpecError)."""
-        plan = resolve(self.spec, self._pids, self.any_process)
-        self._attachment = self._attach(plan, self._epoch & 1)
+    def start(self, until_exec: bool = False) -> None:
+        """Attach the probe given at construction (raises ProbeSpecError).
+
+        ``until_exec`` (a command held before its first exec): a uprobe or
+        USDT probe whose file is not found yet is left ``waiting`` for
+        :meth:`follow_exec` (``chroot DIR prog``: DIR's files, named as prog
+        sees them, are there only once it has exec'd)."""
+        try:
+            plan = resolve(self.spec, self._pids, self.any_process)
+        except ProbeSpecError as err:
+            if not until_exec or self.spec.rule.attach not in USER_ATTACH:
+                raise
+            self.waiting = err
+        else:
+            self._attachment = self._attach(plan, self._epoch & 1)
         self._write_state()
         self._last_drain = time.monotonic()
 
@@ -296,13 +309,18 @@ class CpuSampler:
         (``uprobe:c:malloc``) goes on the files the new image maps when they
         are not those it is on (``chroot DIR prog``: the root's libc, not the
         host's); returns what the old one counted last, or None (unchanged).
+        A ``waiting`` probe, a path's or a name's, is attached if found now.
         Raises ProbeSpecError when the new image has no such file or symbol."""
         old = self._attachment
         spec = self.spec
+        if self.waiting is not None:
+            plan = resolve(spec, self._pids, self.any_process)
+            self._attachment, self.waiting = self._attach(plan, self._epoch & 1), None
+            return None
         if old is None or spec.rule.attach not in USER_ATTACH or "/" in spec.target:
             return None
         plan = resolve(spec, self._pids, self.any_process)
-        if set(plan.sites) == set(old.plan.sites):
+        if site_files(plan.sites) == old.files:
             return None
         return self.switch(spec)
 
@@ -334,7 +352,7 @@ class CpuSampler:
         tick = self.drain()  # flips generation and slot in one write
         if old is not None:
             self._retired.append(old)
-        self._attachment, self.spec = new, spec
+        self._attachment, self.spec, self.waiting = new, spec, None
         return tick
 
     def _attach(self, plan: Plan, slot: int) -> Attachment:

@@ -35,7 +35,7 @@ from bpftop.bpf.probes import (
     ProbeSpec,
     ProbeSpecError,
 )
-from bpftop.bpf.usdt import UsdtReadError, usdt_notes
+from bpftop.bpf.usdt import UsdtReadError, file_key, usdt_notes
 
 MAX_SITES = 200  # functions one spec may attach to (each uprobe costs an attach)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -98,9 +98,11 @@ def check_up_front(spec: ProbeSpec, pids: Sequence[int] | None, system_wide: boo
 
     ``pids`` None: the targets do not exist yet (``-- COMMAND``), so a user
     TARGET given by name (``uprobe:c:malloc``: found in the targets' own maps)
-    is left to ``resolve`` at attach time; paths, tracepoints, kprobes and
-    hardware events are checked all the same."""
-    if pids is None and spec.rule.attach in USER_ATTACH and "/" not in spec.target:
+    or by a path this root does not have (the command may chroot: a path as
+    it will see it) is left to ``resolve`` at attach time; other paths,
+    tracepoints, kprobes and hardware events are checked all the same."""
+    user = spec.rule.attach in USER_ATTACH
+    if pids is None and user and ("/" not in spec.target or not os.path.exists(spec.target)):
         return
     resolve(spec, pids or (), system_wide)
 
@@ -227,6 +229,20 @@ def seen_by(path: str, pid: int) -> str:
     return path
 
 
+def site_files(sites: Sequence[UserSite]) -> frozenset[tuple[object, ...]]:
+    """The files (device, inode), addresses and pids ``sites`` name now: one
+    path can name another file once a process has changed root (chroot's
+    exec), where its sites' paths are the same."""
+    found: set[tuple[object, ...]] = set()
+    for site in sites:
+        try:
+            stat = os.stat(seen_by(site.path, site.pid))
+            found.add((stat.st_dev, stat.st_ino, site.address, site.pid))
+        except OSError:
+            found.add((site.path, site.address, site.pid))
+    return frozenset(found)
+
+
 def _paths(target: str, pids: Sequence[int], system_wide: bool) -> tuple[tuple[str, int], ...]:
     """(path, pid) pairs for a TARGET; pid -1 means every process (with -a)."""
     if "/" in target:
@@ -273,9 +289,13 @@ def _is_elf(path: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=32)
 def function_symbols(path: str) -> tuple[tuple[str, int], ...]:
     """(name, address) of every function symbol in an ELF file, as BCC sees them."""
+    return _function_symbols(path, file_key(path))
+
+
+@functools.lru_cache(maxsize=32)
+def _function_symbols(path: str, _key: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
     bcc = import_bcc()
     try:
         found = bcc.BPF.get_user_functions_and_addresses(path.encode(), b".*")  # type: ignore[attr-defined]

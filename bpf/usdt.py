@@ -14,6 +14,7 @@ uprobe's ``ref_ctr_offset`` (:mod:`bpftop.bpf.libbcc`).
 from __future__ import annotations
 
 import functools
+import os
 import struct
 from dataclasses import dataclass
 
@@ -46,9 +47,24 @@ class UsdtReadError(Exception):
     """The file's notes could not be read (not an ELF file, damaged, unreadable)."""
 
 
-@functools.lru_cache(maxsize=32)
+def file_key(path: str) -> tuple[int, ...]:
+    """What tells the file ``path`` names now from another: a cache of what
+    was read by path is keyed by it too (``/proc/PID/root/...`` names the
+    root's file once PID has changed root; a file can be replaced)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def usdt_notes(path: str) -> tuple[UsdtNote, ...]:
     """Every USDT probe site of an ELF file, in note order (no notes: empty)."""
+    return _usdt_notes(path, file_key(path))
+
+
+@functools.lru_cache(maxsize=32)
+def _usdt_notes(path: str, _key: tuple[int, ...]) -> tuple[UsdtNote, ...]:
     try:
         with open(path, "rb") as file:
             if file.read(4) != b"\x7fELF":

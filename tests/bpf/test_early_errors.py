@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import resource
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from bpftop.bpf.resolve import kprobes_available
+from bpftop.tui.collect.collector import PROBE_WAIT_S
 from tests.cli.test_errors import assert_one_line_error, run_bpftop
 
 FAST_S = 1.5  # CPU s: bpftop starts and fails in ~0.5 s; the compile alone takes 2.2 s or more
@@ -78,7 +80,8 @@ def test_command_target_fails_before_it_starts(tmp_path: Path) -> None:
 def test_library_of_a_command_not_yet_started_is_resolved_at_start(tmp_path: Path) -> None:
     """A library named for ``-- COMMAND`` may only be mapped once the command
     runs: it is not judged up front (the broken program's compile error, exit
-    5, shows the check let it through), and at start it fails as before."""
+    5, shows the check let it through); found in none of the command's
+    images, it fails once the command has run on without another exec."""
     result, _ = record(tmp_path, "--probe", "uprobe:nosuchlib:f", "--", "sleep", "5")
     assert_one_line_error(result, 5, "rejected")
     real = run_bpftop(
@@ -97,3 +100,22 @@ def test_live_view_fails_before_the_compile(sleeper: int, tmp_path: Path) -> Non
     )  # fmt: skip
     assert_one_line_error(result, 2, "no tracepoint nope:nope")
     assert took_s < FAST_S
+
+
+def test_a_path_the_command_may_see_after_its_exec_fails_once_it_runs_without_it(
+    tmp_path: Path,
+) -> None:
+    """A path this root does not have, for ``-- COMMAND``: the command may
+    chroot (the path as it will see it), so it is not judged up front (exit 5
+    from the broken program). Found in none of the command's images, it fails
+    with its one line once the command has run PROBE_WAIT_S without another
+    exec: not when the command ends (a minute later), nor with it left running."""
+    spec = "uprobe:/nonexistent/lib.so:f"
+    result, _ = record(tmp_path, "--probe", spec, "--", "sleep", "60")
+    assert_one_line_error(result, 5, "rejected")
+    started = time.monotonic()
+    real = run_bpftop("record", "-o", str(tmp_path / "y.folded"), "--probe", spec,
+                      "--", "sleep", "60", timeout=50)  # fmt: skip
+    assert_one_line_error(real, 2, "no file /nonexistent/lib.so (give an existing path")
+    took_s = time.monotonic() - started
+    assert PROBE_WAIT_S <= took_s < 40, f"{took_s:.1f} s"  # (the compile: seconds)

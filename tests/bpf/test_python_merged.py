@@ -174,14 +174,18 @@ def test_record_of_a_200_deep_recursion_keeps_the_innermost_frames_and_marks_the
         assert _python_frames(stack[marker + 1 : marker + 2]), "the cut sits above the kept frames"
 
 
+@pytest.mark.parametrize("python", ALL, ids=str)
 def test_multiprocessing_children_have_python_frames_from_their_first_samples(
-    tmp_path: Path, python: Interpreter = PY311
+    python: Interpreter, tmp_path: Path
 ) -> None:
     """``--children``: the kernel gives a forked child its parent's interpreter
     entry, so its samples carry Python frames before user space has looked at
     the child (without it, 18-37% of samples showed the bare eval loop). The
     children stay alive past the recording: a child that exits before its
-    code objects are read leaves unnamed Python frames (see docs/python.md)."""
+    code objects are read leaves unnamed Python frames (see docs/python.md).
+    The bodies of the modules the parent imports at start-up are not counted
+    as unnamed: their code objects are freed once run (3.13's and 3.14's
+    imports make up about 3% of the samples)."""
     out = tmp_path / "children.folded"
     result = _record("--children", "-F", "199", "-d", "4", "-o", str(out), "--",
                      *python.argv(WORKLOAD, "children", "3"), timeout=180)  # fmt: skip
@@ -194,12 +198,33 @@ def test_multiprocessing_children_have_python_frames_from_their_first_samples(
 
     left, right = samples_in("spin_left"), samples_in("spin_right")
     assert right >= 2 * left > 0, (left, right)  # two children for 3 s, the parent for 1.5 s
-    unnamed = sum(c for s, c in stacks.items() if any(f.startswith("[python]") for f in s))
-    assert unnamed <= 0.03 * total, f"{unnamed} of {total} samples have unnamed Python frames"
+    unnamed = sum(c for s, c in stacks.items() if _unnamed_python(s, imports=False))
+    imported = sum(c for s, c in stacks.items() if _unnamed_python(s, imports=True))
+    note = f"{unnamed} of {total} samples have unnamed Python frames ({imported} in imports)"
+    assert unnamed <= 0.03 * total, note
     unmerged = sum(c for s, c in stacks.items() if any("_PyEval_EvalFrameDefault" in f for f in s))
     # Without the kernel's copy 37% (92 of 248); with it 0% alone, up to 6.5% in a
     # loaded suite run (samples before user space had read a child's interpreter).
     assert unmerged <= 0.12 * total, f"{unmerged} of {total} samples show the eval loop"
+
+
+# What runs a module's body on import (a frozen module's too): the body's code
+# object is freed once it has run, often before bpftop reads it.
+IMPORT_RUNNERS = ("_call_with_frames_removed (", "FrozenImporter.exec_module (")
+
+
+def _unnamed_python(stack: tuple[str, ...], imports: bool) -> bool:
+    """Whether ``stack`` has an unnamed Python frame (``[python]+0x...``) that
+    is (``imports``) or is not the body of a module being imported: right
+    under the import machinery's runner, or under such an unnamed frame."""
+    in_import = False
+    for below, frame in zip(("", *stack), stack, strict=False):
+        if not frame.startswith("[python]"):
+            continue
+        in_import = below.startswith(IMPORT_RUNNERS) or (below.startswith("[python]") and in_import)
+        if in_import == imports:
+            return True
+    return False
 
 
 def test_uprobe_hits_under_python_code_carry_the_python_chain(

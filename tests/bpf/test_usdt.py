@@ -1,7 +1,8 @@
 """usdt: probes against the real kernel: exact counts with and without a
 semaphore, launched (``-- COMMAND``) and attached (``-p``); the semaphore
 raised only while bpftop is attached and back to its earlier value on every
-way bpftop ends; libstdc++'s and python3.11's own probes.
+way bpftop ends; libstdc++'s probes, and the interpreters' own in Debian's
+python3.11 and, in their roots (tests/pythons.py), python3.13 and python3.14.
 
 Workloads: tests/workloads/sdt.c (sdt:plain, and sdt:guarded behind a
 semaphore), thrower.cc (C++ exceptions: libstdcxx:throw), gc_calls.py
@@ -34,9 +35,11 @@ from tests.bpf.test_early_errors import record as early_record
 from tests.bpf.test_record import parse_folded
 from tests.cli.test_errors import assert_one_line_error
 from tests.conftest import BPFTOP, ROOT
+from tests.pythons import PY311, PY313, PY314, Interpreter
 
 GC_CALLS = ROOT / "tests" / "workloads" / "gc_calls.py"
-PYTHON = Path("/usr/bin/python3.11")  # Debian's: built with USDT probes (pyenv's are not)
+# Debian's interpreters are built with USDT probes (pyenv's are not).
+PYTHONS = (PY311, PY313, PY314)
 LIBSTDCXX = "usdt:libstdc++:libstdcxx:throw"
 INT3 = 0xCC  # a uprobe is installed: its breakpoint is in the target's text
 N = 5000
@@ -384,25 +387,33 @@ def test_libstdcxx_throw_launched_counts_exactly(workloads: Path, tmp_path: Path
         assert stack[1] == "_start" and "main" in stack and stack[-1] == "__cxa_throw", stack
 
 
-def _python_with_probes() -> None:
-    if not PYTHON.exists() or not any(n.name == "gc__done" for n in usdt_notes(str(PYTHON))):
-        pytest.fail(f"{PYTHON} with USDT probes is needed (Debian's python3.11)")
+def _python_with_probes(python: Interpreter) -> str:
+    """The interpreter's file (as bpftop sees it), once it has python:gc__done."""
+    binary = str(python.host_binary())
+    if not os.path.exists(binary) or not any(n.name == "gc__done" for n in usdt_notes(binary)):
+        pytest.fail(f"{binary} with USDT probes is needed (Debian's python{python.version})")
+    return binary
 
 
-def test_python_gc_done_attached_counts_exactly(tmp_path: Path) -> None:
-    """gc__done is behind a semaphore in Debian's python3.11: it fires only once
-    bpftop raised it. Automatic collection is off; the script collects N times."""
-    _python_with_probes()
-    (sem,) = [n.semaphore for n in usdt_notes(str(PYTHON)) if n.name == "gc__done"]
-    workload = Workload(str(PYTHON), str(GC_CALLS), "300")
+@pytest.mark.parametrize("python", PYTHONS, ids=str)
+def test_python_gc_done_attached_counts_exactly(python: Interpreter, tmp_path: Path) -> None:
+    """gc__done is behind a semaphore in Debian's interpreters: it fires only
+    once bpftop raised it. Automatic collection is off; the script collects N
+    times. The probe is named as in the target's maps (python3.X), its file
+    (3.13, 3.14) in the target's root."""
+    binary = _python_with_probes(python)
+    (sem,) = [n.semaphore for n in usdt_notes(binary) if n.name == "gc__done"]
+    workload = Workload(*python.argv(GC_CALLS, "300"))
     try:
+        name = os.path.basename(python.binary)
+        mapped(workload.pid, name)  # (chroot has exec'd the interpreter)
         out = tmp_path / "o.folded"
         bpftop = start_record(
-            out, "-p", str(workload.pid), "--probe", f"usdt:{PYTHON.name}:python:gc__done"
+            out, "-p", str(workload.pid), "--probe", f"usdt:{name}:python:gc__done"
         )
         try:
-            wait_attached(workload.pid, str(PYTHON), "python", "gc__done", bpftop)
-            semaphore = runtime_address(workload.pid, str(PYTHON), sem)
+            wait_attached(workload.pid, binary, "python", "gc__done", bpftop)
+            semaphore = runtime_address(workload.pid, binary, sem)
             assert read_u16(workload.pid, semaphore) == 1
             workload.go()
             assert counts(workload.line())["collections"] >= 300
@@ -415,13 +426,22 @@ def test_python_gc_done_attached_counts_exactly(tmp_path: Path) -> None:
         workload.kill()
 
 
-def test_python_gc_done_launched_counts_every_collection(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named_by", ["path", "name"])
+@pytest.mark.parametrize("python", PYTHONS, ids=str)
+def test_python_gc_done_launched_counts_every_collection(
+    python: Interpreter, named_by: str, tmp_path: Path
+) -> None:
     """From the first instruction: startup's collections count too, and the
-    script says how many there were in all (gc.get_stats)."""
-    _python_with_probes()
+    script says how many there were in all (gc.get_stats). The probe's file
+    is named as the target sees it, by path or by name: for 3.13 and 3.14
+    only their root has it, found once chroot has exec'd the interpreter
+    (held there, before its first instruction)."""
+    _python_with_probes(python)
     out = tmp_path / "o.folded"
-    command = [str(PYTHON), str(GC_CALLS), "200", "go"]  # PATH's python3.11 may be another
-    bpftop = start_record(out, "--probe", f"usdt:{PYTHON}:python:gc__done", "--", *command)
+    command = python.argv(GC_CALLS, "200", "go")  # PATH's python3.11 may be another
+    file = python.binary if named_by == "path" else os.path.basename(python.binary)
+    spec = f"usdt:{file}:python:gc__done"
+    bpftop = start_record(out, "--probe", spec, "--", *command)
     stdout, err = bpftop.communicate(timeout=120)
     assert bpftop.returncode == 0, f"bpftop exited {bpftop.returncode}: {err}"
     collections = counts(stdout.splitlines()[-1])["collections"]

@@ -1,10 +1,10 @@
-"""Python garbage collections with a known count, for usdt:python3.11:python:gc__done.
+"""Python garbage collections with a known count, for usdt:python3.X:python:gc__done.
 
 Turns automatic collection off, waits for one byte on stdin (so a probe can be
 attached first), runs gc.collect() N times, prints "collections=T" (every
 collection this interpreter ran, startup included: gc.get_stats()) and waits
 for stdin to close. It ends with os._exit, so no collection runs at exit.
-Usage: python3.11 gc_calls.py N [go]   ("go": do not wait for stdin)
+Usage: python3.X gc_calls.py N [go]   ("go": do not wait for stdin)
 """
 
 import gc

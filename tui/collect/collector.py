@@ -60,6 +60,9 @@ from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 PREFETCH_WAIT_S = 3.0  # BPF attaches after this at the latest, tables or not
+# A launched command's probe not found yet (see CpuSampler.start) is looked for
+# at each of its execs; once it has run this long since the last, it fails.
+PROBE_WAIT_S = 2.0
 COLLECTOR_THREAD = "bpftop-collect"  # its name in /proc/PID/task/*/comm (top -H)
 
 
@@ -140,6 +143,7 @@ class Collector:
         self._images = ImageWatch(self._symbolizer.images, self._image_of, self._reread)
         self._early_perf = early
         self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
+        self._probe_tried_s = 0.0  # when a probe not attached yet was last looked for
         self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
         self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
         self._python_next: set[int] = set()  # interpreters to look for again next tick
@@ -248,7 +252,9 @@ class Collector:
                     ended = self._without_bpf(feed, self._loading.error)
                 else:
                     self._start_bpf(feed)
-                    ended = self._loop(lambda: self._absorb(self._sampler.drain()))
+                    ended = self._loop(self._bpf_tick)
+                    if self._sampler.waiting is not None:  # found in none of the command's images
+                        raise self._sampler.waiting
             self._finish(bool(ended))
         except BpftopError as err:
             self._on_error(err)
@@ -294,7 +300,8 @@ class Collector:
             self._symbolizer.note_image(pid, 0)
         self._stacks.python.attach(self._sampler, self._targets)  # a launch: at its exec
         attach_unwinder(self._unwind_feed, self._sampler)
-        self._sampler.start()
+        self._sampler.start(until_exec=self._launched is not None)  # (its file: in a chroot?)
+        self._probe_tried_s = time.monotonic()
         self.counting_since = self.counting_since or time.monotonic()
         trim_heap()  # give back what the compile left free
         if feed is not None:
@@ -303,6 +310,7 @@ class Collector:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
             self._on_exec(self.pid)
+            self._follow_probe()  # held at its first exec: a probe by name goes on its files
             self._exec_read_ahead = 1  # this exec's event is still to come: read already
             if self._unwind_feed is not None:  # the exec thread sees a later stop at once
                 self._unwind_feed.on_exec = self._exec_seen
@@ -310,6 +318,12 @@ class Collector:
         note = self._sampler.header_note
         self._notices = (note,) if note else ()
         self._post(Phase.SAMPLING, self._note)
+
+    def _bpf_tick(self) -> None:
+        self._absorb(self._sampler.drain())
+        waiting = self._sampler.waiting
+        if waiting is not None and time.monotonic() - self._probe_tried_s > PROBE_WAIT_S:
+            raise waiting  # the command runs on in an image without the probe's file
 
     def _without_bpf(self, feed: EarlyFeed | None, error: BaseException) -> bool:
         """BPF did not load: go on with the early sampler if it runs, else raise."""
@@ -420,14 +434,19 @@ class Collector:
         self._images.exec_seen(self.pid)
 
     def _follow_probe(self) -> None:
-        """The launched command is held at a later exec: a probe named by
-        library goes on the new image's files (what the old one counted last
-        is taken at the next tick)."""
+        """The launched command is held at an exec: a probe named by library
+        goes on the new image's files (what the old one counted last is taken
+        at the next tick); a probe not attached yet is, if found there."""
+        waiting = self._sampler.waiting is not None
+        self._probe_tried_s = time.monotonic()
         try:
             last = self._sampler.follow_exec()
         except BpftopError as err:
-            self._probe_message = f"{self._sampler.probe} stays on the first image: {err}"
+            where = "is not attached yet" if waiting else "stays on the first image"
+            self._probe_message = f"{self._sampler.probe} {where}: {err}"
             return
+        if waiting:
+            self._probe_message = f"probe {self._sampler.probe} attached at the command's exec"
         if last is not None:
             self._followed_ticks.append(last)
 
@@ -520,6 +539,7 @@ class Collector:
                 self._on_exec(tgid, python=False)  # its libraries' maps and tables
                 # (its interpreter has not run yet: looked for next tick)
                 self._python_next.add(tgid)
+                self._follow_probe()  # a probe by library: on the files it maps now
                 self._resume_held()
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
