@@ -23,10 +23,12 @@ MAX_IMAGES = 4096
 
 @dataclass(frozen=True, slots=True)
 class ImageMaps:
-    """One image of a process: its maps and its executable files' identities."""
+    """One image of a process: its maps, its executable files' identities and
+    its name (``comm``, "" if unread)."""
 
     maps: ProcessMaps
     file_ids: dict[MapEntry, FileId]
+    comm: str = ""
 
 
 def read_image(pid: int, proc_root: str = "/proc") -> ImageMaps | None:
@@ -46,7 +48,12 @@ def read_image(pid: int, proc_root: str = "/proc") -> ImageMaps | None:
             file_id = FileId.of_path(f"{proc}/map_files/{entry.range_name}")
             if file_id is not None:
                 file_ids[entry] = file_id
-    return ImageMaps(maps, file_ids)
+    try:
+        with open(f"{proc}/comm", encoding="utf-8", errors="replace") as f:
+            comm = f.read().strip()
+    except OSError:
+        comm = ""
+    return ImageMaps(maps, file_ids, comm)
 
 
 class ImageStore:
@@ -54,6 +61,7 @@ class ImageStore:
 
     def __init__(self, max_images: int = MAX_IMAGES) -> None:
         self._images: OrderedDict[tuple[int, int], ImageMaps] = OrderedDict()
+        self._comms: OrderedDict[int, str] = OrderedDict()  # pid -> its latest image's name
         self._lock = threading.Lock()
         self._max = max_images
 
@@ -67,10 +75,21 @@ class ImageStore:
             self._images.move_to_end((pid, image))
             while len(self._images) > self._max:
                 self._images.popitem(last=False)
+            if maps.comm:
+                self._comms[pid] = maps.comm
+                self._comms.move_to_end(pid)
+                while len(self._comms) > self._max:
+                    self._comms.popitem(last=False)
 
     def get(self, pid: int, image: int) -> ImageMaps | None:
         with self._lock:
             return self._images.get((pid, image))
+
+    def comm(self, pid: int) -> str | None:
+        """The name of the latest image of ``pid`` read (a process gone before
+        anything else read it is named by it), or None."""
+        with self._lock:
+            return self._comms.get(pid)
 
     def __len__(self) -> int:
         with self._lock:
@@ -88,4 +107,4 @@ def merged(older: ImageMaps, newer: ImageMaps) -> ImageMaps:
     ]
     ids = {e: i for e, i in older.file_ids.items() if e in kept}
     ids.update(newer.file_ids)
-    return ImageMaps(ProcessMaps([*fresh, *kept]), ids)
+    return ImageMaps(ProcessMaps([*fresh, *kept]), ids, newer.comm or older.comm)

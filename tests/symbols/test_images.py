@@ -1,9 +1,11 @@
 """The images of a process that execs: a second read of one image adds what
-was mapped since; another image's maps stay apart."""
+was mapped since; another image's maps stay apart; a pid's name is its latest
+image's (what labels a process gone before its label was asked for)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from bpftop.symbols.proc.images import ImageMaps, ImageStore, read_image
 from bpftop.symbols.proc.maps import MapEntry, ProcessMaps
@@ -40,4 +42,15 @@ def test_read_image_reads_a_live_process_and_not_a_gone_one() -> None:
     mine = read_image(os.getpid())
     assert mine is not None and any(e.executable for e in mine.maps.entries)
     assert mine.file_ids  # executable files, identified
+    assert mine.comm == Path("/proc/self/comm").read_text().strip()
     assert read_image(2**22 + 1) is None
+
+
+def test_a_pids_name_is_its_latest_images_kept_through_a_merge() -> None:
+    store = ImageStore()
+    assert store.comm(7) is None
+    store.put(7, 1, ImageMaps(ProcessMaps([entry(0x1000, 0x2000, "/bin/sh")]), {}, "sh"))
+    store.put(7, 2, ImageMaps(ProcessMaps([entry(0x1000, 0x2000, "/bin/sed")]), {}, "sed"))
+    store.put(7, 2, image(entry(0x1000, 0x2000, "/bin/sed")))  # read again, name unread
+    merged = store.get(7, 2)
+    assert store.comm(7) == "sed" and merged is not None and merged.comm == "sed"

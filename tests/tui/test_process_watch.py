@@ -119,3 +119,15 @@ def test_wake_at_exit_of_a_process_that_lives_on_ends_at_stop() -> None:
     stop.set()
     watcher.join(3)
     assert not watcher.is_alive() and not woken.is_set()
+
+
+def test_a_gone_process_is_labelled_by_its_name_read_at_exec_else_its_parents() -> None:
+    child = subprocess.Popen(["/bin/true"])
+    child.wait()
+    names = {child.pid: "sed"}
+    labels = ProcessLabels(names.get)
+    assert labels.name(child.pid) == "sed"  # gone, read at its exec
+    other = ProcessLabels()
+    other.adopt(child.pid, os.getpid())
+    assert other.name(child.pid) == Path("/proc/self/comm").read_text().strip()
+    assert ProcessLabels().name(child.pid) == f"pid {child.pid}"

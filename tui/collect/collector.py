@@ -102,10 +102,10 @@ class Collector:
         self.pid = pid
         self._targets = () if system_wide else (pid, *extra_pids)
         self._launched = launched
-        self._labels = ProcessLabels()
         self.interval_s = interval_s
         self._sampler = sampler
         self._symbolizer = Symbolizer(prefetch_kernel=early is not None)  # samples from launch on
+        self._labels = ProcessLabels(self._symbolizer.images.comm)
         self._stacks = StackCache(
             self._symbolizer,
             offsets=offsets,

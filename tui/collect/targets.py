@@ -140,20 +140,27 @@ def _exe(pid: int) -> str:
 
 
 class ProcessLabels:
-    """tgid -> process name for the call tree's top level, read once per process."""
+    """tgid -> process name for the call tree's top level, read once per process.
 
-    def __init__(self) -> None:
+    ``read_at_exec``: the name a process had when its image was read at an
+    exec (from the exec's own thread, within milliseconds), for one gone
+    before its label was first asked for (``-a``: a 60 ms program)."""
+
+    def __init__(self, read_at_exec: Callable[[int], str | None] = lambda _: None) -> None:
         self._names: dict[int, str] = {}
         self._parents: dict[int, int] = {}
+        self._read_at_exec = read_at_exec
 
     def name(self, tgid: int) -> str:
         found = self._names.get(tgid)
         if found is None:
             try:
                 found = Path(f"/proc/{tgid}/comm").read_text().strip()
-            except OSError:  # gone: a forked child has its parent's name
+            except OSError:  # gone: its name read at its exec, else a forked child's parent's
                 parent = self._parents.pop(tgid, None)
-                found = f"pid {tgid}" if parent is None else self.name(parent)
+                found = self._read_at_exec(tgid) or (
+                    f"pid {tgid}" if parent is None else self.name(parent)
+                )
             self._names[tgid] = found
         return found
 
