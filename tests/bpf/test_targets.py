@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from tests.bpf.test_record import parse_folded
+from tests.bpf.test_reexec import wait_for_bpf
 from tests.bpf.test_usdt import uprobes_with_programs
 from tests.conftest import BPFTOP
 
@@ -94,3 +95,33 @@ def test_all_processes(workloads: Path, tmp_path: Path) -> None:
     finally:
         bpftop.kill()
     assert sum(parse_folded(out).values()) == 500
+
+
+def test_all_processes_names_short_lived_programs_from_their_own_files(
+    workloads: Path, tmp_path: Path
+) -> None:
+    """`-a` while 20 programs of 60 ms run one after another (`reexec 0 60`,
+    run_image burning in image_0_burn): each is labelled by its own name (read with its
+    image at its exec: it is gone before its label is asked for, and was
+    `pid N`) and its frames are named from its own files."""
+    out = tmp_path / "all.folded"
+    bpftop = subprocess.Popen(
+        [str(BPFTOP), "record", "-a", "--no-early", "-F", "199", "-d", "12", "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for_bpf(bpftop.pid)
+        for _ in range(20):
+            subprocess.run([str(workloads / "reexec"), "0", "60"], check=True)
+        _, err = bpftop.communicate(timeout=60)
+        assert bpftop.returncode == 0, err
+    finally:
+        bpftop.kill()
+    stacks = parse_folded(out)
+    mine = {s: n for s, n in stacks.items() if s[0] == "reexec"}
+    total = sum(mine.values())
+    assert total >= 0.4 * 20 * 0.06 * 199, f"{total} samples of 20 x 60 ms at 199 Hz"
+    named = sum(n for s, n in mine.items() if "run_image" in s and "[unknown]" not in s)
+    assert named >= 0.95 * total, {";".join(s): n for s, n in mine.items()}
+    unlabelled = {s[0] for s in stacks if s[0].startswith("pid ") and "run_image" in s}
+    assert not unlabelled, unlabelled
