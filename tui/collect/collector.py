@@ -15,6 +15,7 @@ import contextlib
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -60,6 +61,10 @@ from bpftop.tui.model.snapshot import Phase, Snapshot
 from bpftop.tui.model.timemode import Commands, TimedProfile, TimeSetting, UnknownKey
 
 PREFETCH_WAIT_S = 3.0  # BPF attaches after this at the latest, tables or not
+# Ticks a launched command's interpreter is looked for again after an exec
+# (it may be mapped, or start, only after its loader is done).
+PYTHON_TRIES = 5
+PYTHON_START_WAIT_S = 0.2  # ... and waited for at once, this long at most
 # A launched command's probe not found yet (see CpuSampler.start) is looked for
 # at each of its execs; once it has run this long since the last, it fails.
 PROBE_WAIT_S = 2.0
@@ -147,6 +152,7 @@ class Collector:
         self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
         self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
         self._python_next: set[int] = set()  # interpreters to look for again next tick
+        self._python_tries: Counter[int] = Counter()  # ... how many times so far
         self._early_sampling = early_sampling
         self._loading: BackgroundLoad | None = None  # the compile, on its own thread
         self._note = ""  # said in every snapshot: BPF could not load
@@ -433,6 +439,19 @@ class Collector:
         # read again as they are mapped (a 50 ms image's libc frames went unnamed).
         self._images.exec_seen(self.pid)
 
+    def _await_python_start(self, tgid: int) -> None:
+        """A launched interpreter was just let go: describe it again as soon as
+        it has made its thread-state key (milliseconds; until then a blocked
+        thread's Python frames cannot be found), PYTHON_START_WAIT_S at most."""
+        if self._stacks.python.runtime(tgid) is None:
+            return  # no interpreter (yet): the next ticks look
+        deadline = time.monotonic() + PYTHON_START_WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(0.005)
+            if self._stacks.python.refresh(tgid):
+                self._python_next.discard(tgid)
+                return
+
     def _follow_probe(self) -> None:
         """The launched command is held at an exec: a probe named by library
         goes on the new image's files (what the old one counted last is taken
@@ -511,13 +530,17 @@ class Collector:
     def _absorb_one(
         self, tick: RawTick, qualities: Qualities | None = None, left_out: Qualities | None = None
     ) -> None:
+        again: set[int] = set()  # interpreters not started yet: looked for next tick too
         for tgid in tuple(self._reread_next):
             self._symbolizer.reread(tgid)
-            self._stacks.python.refresh(tgid)
+            if not self._stacks.python.refresh(tgid):
+                again.add(tgid)
         for tgid in self._python_next - self._reread_next:
-            self._stacks.python.refresh(tgid)
+            if not self._stacks.python.refresh(tgid):
+                again.add(tgid)
         self._reread_next.clear()
-        self._python_next.clear()
+        self._python_tries.update(again)
+        self._python_next = {t for t in again if self._python_tries[t] < PYTHON_TRIES}
         for tgid in tick.execs:
             if tgid == self.pid and self._exec_read_ahead:
                 # Its maps are read again (the libraries it has loaded since),
@@ -541,6 +564,7 @@ class Collector:
                 self._python_next.add(tgid)
                 self._follow_probe()  # a probe by library: on the files it maps now
                 self._resume_held()
+                self._await_python_start(tgid)
         self._followed.note_forks(tick)
         unwind_feed.note_tick(self._unwind_feed, tick, qualities is None)
         self._stacks.python.note(tick)  # first: a process found Python names its threads

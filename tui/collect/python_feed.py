@@ -93,13 +93,15 @@ class PythonFeed:
         self.forget(pid)
         self.check(pid)
 
-    def refresh(self, pid: int) -> None:
+    def refresh(self, pid: int) -> bool:
         """Look for ``pid``'s interpreter again and describe it anew, without
         forgetting it first (its samples keep their Python frames meanwhile):
         read at a held exec, before the loader ran, its thread state's place
-        may not have been known yet."""
+        may not have been known yet. False when worth doing again later: no
+        interpreter found, or one that has not made its thread-state key yet
+        (3.13+ before it started: a blocked thread's frames need the key)."""
         if self._walker is None or pid <= 0:
-            return
+            return True
         found = find_python(pid)
         process = walker_process(found) if isinstance(found, PythonRuntime) else None
         if (
@@ -110,6 +112,8 @@ class PythonFeed:
             self._found[pid] = found
             self._checked_at.pop(pid, None)
             self._walker.describe(pid, process)
+            return bool(found.tss_key)
+        return False
 
     def check_early(self, pids: Iterable[int]) -> None:
         """Before BPF loads: find ``pids``' interpreters now, so that one bpftop
