@@ -94,16 +94,21 @@ def test_record_pid_splits_70_30_beside_py_spy(python: Interpreter, tmp_path: Pa
     assert inside >= 0.95, f"Python frames not merged at the eval loop: {inside:.1%}"
     assert abs(share_a - 70) <= 3, note
     assert abs(share_a - spy_a) <= 3, note
-    # Lines: each caller's frame is at its call (instr_ptr of a calling frame).
+    # Lines: a hot_* frame that calls burn is at its call (instr_ptr of a
+    # calling frame); one sampled as the leaf is in its own two lines (the
+    # def line is RESUME's; the call's before burn's frame is pushed).
     source = WORKLOAD.read_text().splitlines()
-    lines = {
-        (name, line)
-        for stack in parse_folded(out)
-        for name, f, line in _python_frames(stack)
-        if f == file and name in ("hot_a", "hot_b")
-    }
-    assert {name for name, _ in lines} == {"hot_a", "hot_b"}, lines
-    assert all("burn(" in source[line - 1] for _, line in lines), lines
+    calling: set[tuple[str, int]] = set()
+    leaf: set[tuple[str, int]] = set()
+    for stack in parse_folded(out):
+        frames = [(name, line) for name, f, line in _python_frames(stack) if f == file]
+        for i, (name, line) in enumerate(frames):
+            if name in ("hot_a", "hot_b"):
+                (calling if frames[i + 1 :] else leaf).add((name, line))
+    assert {name for name, _ in calling} == {"hot_a", "hot_b"}, calling
+    assert all("burn(" in source[line - 1] for _, line in calling), calling
+    call = dict(calling)
+    assert all(line in (call[name] - 1, call[name]) for name, line in leaf), leaf
 
 
 @pytest.mark.parametrize("python", [PY313, PY314], ids=str)
