@@ -3,7 +3,13 @@
 Owns :class:`PerfSampler`: one software cpu-clock event per online CPU
 (pid -1, every task; root), in frequency mode, timestamps on CLOCK_MONOTONIC
 (comparable with ``time.monotonic_ns()`` and ``bpf_ktime_get_ns()``), each
-with its own mmap ring read with the data_head/data_tail protocol. Every
+with its own mmap ring read with the data_head/data_tail protocol. Beside
+each, a dummy event's ring receives the kernel's PERF_RECORD_COMM records
+of execs on that CPU (time-stamped the same way), so each sample can be
+told apart by the image its process ran: a ring of execs is taken after
+the sample rings, so every exec that happened before a sample taken is in
+hand with it (the kernel writes the record during the exec, before the new
+image runs). Every
 sample carries the kernel and the frame-pointer user callchain, the user
 registers ip, sp, bp and a copy of the top of the user stack (for an
 .eh_frame walk in user space). Processes that are not targets are dropped
@@ -37,7 +43,7 @@ from bpftop.base.errors import PerfEventError, PermissionsError
 from bpftop.bpf.raw import Addresses
 
 SYS_PERF_EVENT_OPEN = 298  # x86-64
-PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK = 1, 0
+PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY = 1, 0, 9
 PERF_FLAG_FD_CLOEXEC = 1 << 3
 PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE = 0x2400, 0x2401  # _IO('$', 0), _IO('$', 1)
 CLOCK_MONOTONIC = 1
@@ -53,7 +59,10 @@ PERF_REG_X86_BP, PERF_REG_X86_SP, PERF_REG_X86_IP = 6, 7, 8
 REGS_USER_MASK = (1 << PERF_REG_X86_BP) | (1 << PERF_REG_X86_SP) | (1 << PERF_REG_X86_IP)
 # attr flag bits (the bitfield after read_format)
 ATTR_DISABLED, ATTR_FREQ, ATTR_USE_CLOCKID = 1 << 0, 1 << 10, 1 << 25
-PERF_RECORD_LOST, PERF_RECORD_SAMPLE = 2, 9
+ATTR_COMM, ATTR_SAMPLE_ID_ALL, ATTR_COMM_EXEC = 1 << 9, 1 << 18, 1 << 24
+PERF_RECORD_LOST, PERF_RECORD_COMM, PERF_RECORD_SAMPLE = 2, 3, 9
+PERF_RECORD_MISC_COMM_EXEC = 1 << 13  # a COMM record written by an exec
+EXEC_RING_PAGES = 16  # ~1,300 exec records (48 bytes) between two takes (RING_POLL_S)
 PERF_FORMAT_LOST = 1 << 4  # read(2) gives {value, lost}
 # Callchain context markers (-128, -512 as u64; every value >= -4095 is a marker).
 CONTEXT_KERNEL, CONTEXT_USER, CONTEXT_MAX = 2**64 - 128, 2**64 - 512, 2**64 - 4095
@@ -125,12 +134,22 @@ class PerfSample:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecRecord:
+    """A target exec'd at ``time_ns`` (CLOCK_MONOTONIC): its samples after it are of a new image."""
+
+    tgid: int
+    time_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class PerfDrain:
-    """What one drain of every ring gave: target samples, lost records, stack copies not kept."""
+    """What one drain of every ring gave: target samples, the targets' execs
+    up to the last sample at least, lost records, stack copies not kept."""
 
     samples: tuple[PerfSample, ...] = ()
     lost: int = 0
     copies_dropped: int = 0
+    execs: tuple[ExecRecord, ...] = ()
 
 
 def online_cpus() -> tuple[int, ...]:
@@ -241,14 +260,17 @@ class PerfSampler:
         self.ring_pages = ring_pages
         self.stack_budget_bytes = stack_budget_bytes
         self._rings: dict[int, _Ring] = {}
+        self._exec_rings: list[_Ring] = []  # a dummy event's per CPU: exec records
         self.enabled_s = 0.0
         self._taking = threading.Lock()  # guards the rings' takes and what they took
         self._taken: list[bytes] = []  # records taken from the rings, not parsed yet
+        self._execs_taken: list[bytes] = []  # ... from the exec rings
         self._lost_taken = 0
         self._taker: threading.Thread | None = None
         self._stop_taking = threading.Event()
         self._lost = 0  # from PERF_RECORD_LOST records (kept only without PERF_FORMAT_LOST)
         self._lost_readable = True
+        self.execs_lost = 0  # exec records the kernel could not write (a full exec ring)
 
     @property
     def cpus(self) -> tuple[int, ...]:
@@ -282,10 +304,11 @@ class PerfSampler:
             self._open_rings()
 
     def _open_rings(self) -> None:
-        attr = self.attr()
+        attr, execs = self.attr(), exec_attr()
         try:
             for cpu in online_cpus():
                 self._rings[cpu] = _Ring(_open_event(attr, cpu), self.ring_pages)
+                self._exec_rings.append(_Ring(_open_event(execs, cpu), EXEC_RING_PAGES))
         except BaseException:
             self.close()
             raise
@@ -296,10 +319,11 @@ class PerfSampler:
     def enable(self) -> None:
         """Start sampling (``enabled_s``: CLOCK_MONOTONIC seconds it first did)."""
         self.enabled_s = self.enabled_s or time.monotonic()
-        for ring in self._rings.values():
+        for ring in (*self._exec_rings, *self._rings.values()):  # no sample before its execs
             _ioctl(ring.fd, PERF_EVENT_IOC_ENABLE)
 
     def disable(self) -> None:
+        """Stop sampling; execs are still told until :meth:`close`."""
         for ring in self._rings.values():
             _ioctl(ring.fd, PERF_EVENT_IOC_DISABLE)
 
@@ -326,12 +350,28 @@ class PerfSampler:
                 chunk = ring.take()
                 if chunk:
                     self._taken.append(chunk)
+            self._take_execs()  # after the samples: every exec before them is in
+
+    def _take_execs(self) -> None:
+        for ring in self._exec_rings:
+            chunk = ring.take()
+            if chunk:
+                self._execs_taken.append(chunk)
+
+    def take_execs(self) -> tuple[ExecRecord, ...]:
+        """The targets' execs since the last drain or call (every one that
+        happened before this call), without touching the sample rings."""
+        with self._taking:
+            self._take_execs()
+            chunks, self._execs_taken = self._execs_taken, []
+        return tuple(record for chunk in chunks for record in self._parse_execs(chunk))
 
     def drain(self) -> PerfDrain:
-        """The target samples and lost counts of every ring since the last drain."""
+        """The target samples, execs and lost counts of every ring since the last drain."""
         self._take_rings()
         with self._taking:
             chunks, self._taken = self._taken, []
+            exec_chunks, self._execs_taken = self._execs_taken, []
             lost, self._lost_taken = self._lost_taken, 0
         samples: list[PerfSample] = []
         dropped = 0
@@ -344,8 +384,29 @@ class PerfSampler:
                         dropped += 1
                         sample = replace(sample, stack_bytes=b"")
                 samples.append(sample)
+        execs = tuple(record for chunk in exec_chunks for record in self._parse_execs(chunk))
         in_records, self._lost = self._lost, 0
-        return PerfDrain(tuple(samples), lost if self._lost_readable else in_records, dropped)
+        return PerfDrain(
+            tuple(samples), lost if self._lost_readable else in_records, dropped, execs
+        )
+
+    def _parse_execs(self, chunk: bytes) -> Iterable[ExecRecord]:
+        """The targets' exec records (PERF_RECORD_COMM with the exec flag) in
+        an exec ring's chunk: {pid, tid, comm (padded to 8 bytes)}, then the
+        sample_id trailer {pid, tid, time}. Lost ones are counted in ``execs_lost``."""
+        at = 0
+        while at + 8 <= len(chunk):
+            kind, misc, size = struct.unpack_from("<IHH", chunk, at)
+            if size < 8:
+                break
+            if kind == PERF_RECORD_COMM and misc & PERF_RECORD_MISC_COMM_EXEC and size >= 32:
+                (tgid,) = struct.unpack_from("<I", chunk, at + 8)
+                (time_ns,) = struct.unpack_from("<Q", chunk, at + size - 8)
+                if self._keep(tgid):
+                    yield ExecRecord(tgid, time_ns)
+            elif kind == PERF_RECORD_LOST:
+                self._lost += struct.unpack_from("<Q", chunk, at + 16)[0]
+            at += size
 
     def _parse(self, chunk: bytes) -> Iterable[PerfSample]:
         at = 0
@@ -358,7 +419,7 @@ class PerfSampler:
                 if sample is not None:
                     yield sample
             elif kind == PERF_RECORD_LOST:
-                self._lost += struct.unpack_from("<Q", chunk, at + 16)[0]
+                self.execs_lost += struct.unpack_from("<Q", chunk, at + 16)[0]
             at += size
 
     def _keep(self, tgid: int) -> bool:
@@ -393,9 +454,9 @@ class PerfSampler:
         if self._taker is not None and self._taker is not threading.current_thread():
             self._taker.join()
         with self._taking:
-            rings, self._rings = self._rings, {}
-            self._taken = []
-        for ring in rings.values():
+            rings, self._rings = [*self._rings.values(), *self._exec_rings], {}
+            self._exec_rings, self._taken, self._execs_taken = [], [], []
+        for ring in rings:
             ring.close()
 
     def __enter__(self) -> PerfSampler:
@@ -408,6 +469,17 @@ class PerfSampler:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def exec_attr() -> PerfAttr:
+    """A dummy event (no samples) that writes a COMM record at each exec on
+    its CPU, with the exec's pid, tid and CLOCK_MONOTONIC time after it."""
+    attr = PerfAttr(type=PERF_TYPE_SOFTWARE, config=PERF_COUNT_SW_DUMMY)
+    attr.size = ct.sizeof(PerfAttr)
+    attr.sample_type = SAMPLE_TID | SAMPLE_TIME
+    attr.flags = ATTR_DISABLED | ATTR_COMM | ATTR_COMM_EXEC | ATTR_SAMPLE_ID_ALL | ATTR_USE_CLOCKID
+    attr.clockid = CLOCK_MONOTONIC
+    return attr
 
 
 def split_callchain(chain: Iterable[int]) -> tuple[Addresses, Addresses]:

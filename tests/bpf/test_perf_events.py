@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,3 +187,38 @@ def test_early_stacks_of_a_build_without_frame_pointers_reach_main(workloads: Pa
     assert walked >= 0.9 * len(samples), [q for _, q in made][:5]
     assert sum("main" in n for n in names) >= 0.9 * len(samples)
     assert sum("main" in n for n in fp_names) < 0.5 * len(samples), "the chain alone would not"
+
+
+def test_each_exec_of_a_target_is_told_with_its_time_between_its_samples(
+    workloads: Path,
+) -> None:
+    """reexec 5 100: six images of 100 ms. The exec records give 5 execs of the
+    target, in its pid, and cut its samples into six runs of about 100 ms
+    (each sample after an exec is of the new image: its records are in hand
+    with the samples, taken after them)."""
+    target = subprocess.Popen(
+        [str(workloads / "reexec"), "5", "100"], stdin=subprocess.PIPE,
+        env={**os.environ, "REEXEC_WAIT": "1"},
+    )  # fmt: skip
+    assert target.stdin is not None
+    try:
+        with PerfSampler(499, targets=[target.pid]) as perf:
+            perf.open()
+            perf.enable()
+            target.stdin.write(b"x")
+            target.stdin.close()
+            assert target.wait(timeout=30) == 0
+            drained = perf.drain()
+            assert perf.take_execs() == (), "the drain took every exec record"
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+    assert {e.tgid for e in drained.execs} == {target.pid}
+    times = sorted(e.time_ns for e in drained.execs)
+    assert len(times) == 5 and perf.execs_lost == 0, drained.execs
+    gaps_ms = [(b - a) / 1e6 for a, b in itertools.pairwise(times)]
+    assert all(90 <= gap <= 200 for gap in gaps_ms), gaps_ms
+    per_image = Counter(bisect.bisect_left(times, s.time_ns) for s in drained.samples)
+    assert sorted(per_image) == list(range(6)), per_image
+    assert all(n >= 25 for n in per_image.values()), per_image  # ~50 at 499 Hz

@@ -119,3 +119,28 @@ def test_an_attached_process_that_execs_is_named_in_every_image(
     stacks = stacks_of(out)
     check_named(stacks)
     check_one_root(stacks)
+
+
+def test_a_process_that_execs_before_bpf_counts_is_named_or_left_out(
+    workloads: Path, tmp_path: Path
+) -> None:
+    """`record -p` on `reexec 59 50` already running: it execs every 50 ms
+    while perf_event samples (before BPF counts images, which also happens
+    with a warm program image). An early sample is named from the image it
+    was taken in, or left out and counted ("of an image replaced before it
+    was read"); none is named from another image's maps."""
+    out = tmp_path / "out.folded"
+    target = subprocess.Popen([str(workloads / "reexec"), "59", "50"])
+    try:
+        result = subprocess.run(
+            [str(BPFTOP), "record", "-p", str(target.pid), "-F", "499", "-d", "2", "-o", str(out)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        target.kill()
+        target.wait()
+    assert result.returncode == 0, result.stderr
+    assert "early, of an image replaced before it was read" in result.stderr, result.stderr
+    stacks = stacks_of(out)
+    check_named(stacks)
+    check_one_root(stacks)

@@ -3,14 +3,17 @@ hand-over cut, stack-quality counts, and what the header and Diagnostics say."""
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
-from bpftop.bpf.perf_events import PerfDrain, PerfSample, PerfSampler, UserRegs
+from bpftop.bpf.perf_events import ExecRecord, PerfDrain, PerfSample, PerfSampler, UserRegs
 from bpftop.bpf.raw import RawSample, RawTick
 from bpftop.tui.app.header import header_text
 from bpftop.tui.collect.counters import CollectionCounters
-from bpftop.tui.collect.early import BPF_FP, EarlyFeed
+from bpftop.tui.collect.early import BPF_FP, EARLY_OTHER_IMAGE, EarlyFeed
 from bpftop.tui.collect.early_stacks import EARLY_FP, EarlyStacks
 from bpftop.tui.views.diagnostics import counters_table, verdict
 from tests.tui.demo_fixture import demo_snapshot
@@ -24,11 +27,16 @@ class FakePerf:
 
     def __init__(self) -> None:
         self.queue: list[PerfDrain] = []
+        self.execs: list[ExecRecord] = []  # execs taken after a drain
         self.opened = True
         self.enabled = True
 
     def drain(self) -> PerfDrain:
         return self.queue.pop(0) if self.queue else PerfDrain()
+
+    def take_execs(self) -> tuple[ExecRecord, ...]:
+        taken, self.execs = tuple(self.execs), []
+        return taken
 
     def disable(self) -> None:
         self.enabled = False
@@ -164,3 +172,84 @@ def test_early_samples_of_a_process_bpf_completes_better_are_left_out_and_counte
     snap = replace(demo_snapshot(), stats=stats)
     assert "2 early left out" in header_text(snap, False, 1.0).plain
     assert "left out: no frames" in counters_table(snap).columns[0]._cells
+
+
+class Describer:
+    """The collector's side of an exec: each read gets the next image number
+    (counting down from -1); ``during`` runs while a read is made."""
+
+    def __init__(self, during: Callable[[], None] = lambda: None, gone: bool = False) -> None:
+        self.reads: list[int] = []
+        self.during = during
+        self.gone = gone
+
+    def __call__(self, tgid: int) -> int | None:
+        self.reads.append(tgid)
+        self.during()
+        return None if self.gone else -len(self.reads)
+
+
+def kept(tick: RawTick) -> dict[int, int]:
+    """image -> samples counted."""
+    counts: Counter[int] = Counter()
+    for s in tick.samples:
+        counts[s.image] += s.count
+    return dict(counts)
+
+
+def test_a_process_that_execd_is_read_again_and_its_older_image_left_out() -> None:
+    """Exec at t=20: the new image is read at the tick and its samples (t=30,
+    t=40 later) are named by the number the read gave; the sample at t=10, of
+    the image replaced before it was read, is left out and counted."""
+    fake = FakePerf()
+    feed = feed_of(fake)
+    t = time.monotonic_ns()  # (execs a second before a drain are forgotten)
+    describe = Describer()
+    try:
+        fake.queue.append(
+            PerfDrain((sample(0, t + 10), sample(1, t + 30)), execs=(ExecRecord(7, t + 20),))
+        )
+        tick, _, left_out = feed.tick(describe=describe)
+        fake.queue.append(PerfDrain((sample(0, t + 40), replace(sample(0, t + 41), tgid=9))))
+        later = feed.tick(describe=describe).tick
+    finally:
+        feed.close()
+    assert kept(tick) == {-1: 1} and dict(left_out) == {EARLY_OTHER_IMAGE: 1}
+    assert kept(later) == {-1: 1, 0: 1}, "a process that never exec'd: image 0"
+    assert describe.reads == [7], "read once per exec"
+
+
+def test_an_exec_during_the_read_makes_it_count_for_no_image() -> None:
+    """A second exec (t=25) comes in while the first one's image is read: that
+    read is of an image unknown, so nothing is counted until the next tick reads again."""
+    fake = FakePerf()
+    feed = feed_of(fake)
+    t = time.monotonic_ns()  # (execs a second before a drain are forgotten)
+    describe = Describer(during=lambda: fake.execs.append(ExecRecord(7, t + 25)))
+    try:
+        fake.queue.append(
+            PerfDrain((sample(0, t + 10), sample(1, t + 22)), execs=(ExecRecord(7, t + 20),))
+        )
+        first, _, left_first = feed.tick(describe=describe)
+        describe.during = lambda: None
+        fake.queue.append(PerfDrain((sample(0, t + 23), sample(1, t + 30))))
+        second, _, left_second = feed.tick(describe=describe)
+    finally:
+        feed.close()
+    assert kept(first) == {} and dict(left_first) == {EARLY_OTHER_IMAGE: 2}
+    assert kept(second) == {-2: 1} and dict(left_second) == {EARLY_OTHER_IMAGE: 1}
+    assert describe.reads == [7, 7]
+
+
+def test_a_process_gone_before_its_new_image_was_read_counts_nothing_after_its_exec() -> None:
+    fake = FakePerf()
+    feed = feed_of(fake)
+    t = time.monotonic_ns()  # (execs a second before a drain are forgotten)
+    try:
+        fake.queue.append(
+            PerfDrain((sample(0, t + 10), sample(1, t + 30)), execs=(ExecRecord(7, t + 20),))
+        )
+        tick, _, left_out = feed.tick(describe=Describer(gone=True))
+    finally:
+        feed.close()
+    assert kept(tick) == {} and dict(left_out) == {EARLY_OTHER_IMAGE: 2}

@@ -27,6 +27,7 @@ from bpftop.bpf.probes import parse_spec
 from bpftop.bpf.raw import RawTick
 from bpftop.symbols.frame import Unresolved
 from bpftop.symbols.hints import Hints
+from bpftop.symbols.proc.images import read_image
 from bpftop.symbols.symbolizer import Symbolizer
 from bpftop.tui.collect import unwind_feed
 from bpftop.tui.collect.diag_facts import DiagnosticsFacts
@@ -148,6 +149,7 @@ class Collector:
         self._images = ImageWatch(self._symbolizer.images, self._image_of, self._reread)
         self._early_perf = early
         self._exec_read_ahead = 0  # execs of ``pid`` read before their events came
+        self._early_images = 0  # the last image number _early_exec gave (counts down)
         self._probe_tried_s = 0.0  # when a probe not attached yet was last looked for
         self._followed_ticks: list[RawTick] = []  # a probe's last counts before it followed an exec
         self._reread_next: set[int] = set()  # images read at a held exec: read again next tick
@@ -311,7 +313,11 @@ class Collector:
         self.counting_since = self.counting_since or time.monotonic()
         trim_heap()  # give back what the compile left free
         if feed is not None:
-            self._absorb(*feed.hand_over(self._sampler.first_sample_ns, self._early_left_out))
+            self._absorb(
+                *feed.hand_over(
+                    self._sampler.first_sample_ns, self._early_left_out, self._early_exec
+                )
+            )
         if self._launched is not None:
             self._sampler.hold_at_exec(self.pid)
             release(self._launched)
@@ -495,7 +501,8 @@ class Collector:
         self._symbolizer.forget(tgid)
         image = self._image_of(tgid)  # (read before the maps: an exec after them is noticed)
         self._symbolizer.prepare(tgid, preload=True)
-        if self._images.capture(tgid) and self._image_of(tgid) == image:
+        # (before BPF counts images, the early feed tells them apart by itself)
+        if self._sampler.loaded and self._images.capture(tgid) and self._image_of(tgid) == image:
             self._symbolizer.note_image(tgid, image)
         self._labels.forget(tgid)
         if python:
@@ -513,7 +520,33 @@ class Collector:
         ends = [ns for ns in (self._stop_ns, until_ns) if ns]
         over = self._stop.is_set() or (self._process.exited() and not self._followed.alive())
         leave_out = self._early_left_out if bpf_coming else lambda _: ""
-        self._absorb(*feed.tick(min(ends, default=0), leave_out, final=over))
+        self._absorb(*feed.tick(min(ends, default=0), leave_out, over, self._early_exec))
+
+    def _early_exec(self, tgid: int) -> int | None:
+        """(The early feed) ``tgid`` exec'd while perf_event sampled it: read its
+        new image for names now. Its early samples of that image are named by
+        the number returned (None: it is gone): BPF's count of its images once
+        BPF counts, else one of the early feed's own (negative: never BPF's).
+        None: gone, or (once BPF counts) exec'd again while it was read."""
+        if self._sampler.loaded:
+            image = self._image_of(tgid)
+        else:
+            self._early_images -= 1
+            image = self._early_images
+        if tgid in self._targets or tgid == self.pid:
+            self._on_exec(tgid)
+        else:  # -a: its names only, as for a process seen for the first time
+            self._symbolizer.forget(tgid)
+            self._labels.forget(tgid)
+        if self._symbolizer.prepare(tgid).maps is None:
+            return None
+        if self._sampler.loaded and self._image_of(tgid) != image:
+            return None  # exec'd again meanwhile (perf_event stops telling once BPF counts)
+        maps = read_image(tgid)  # kept: its stacks may be named again after its next exec
+        if maps is not None:
+            self._symbolizer.images.put(tgid, image, maps)
+        self._symbolizer.note_image(tgid, image)
+        return image
 
     def _early_left_out(self, tgid: int) -> str:
         """Why ``tgid``'s early samples cannot count: BPF gives a CPython

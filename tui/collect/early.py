@@ -5,8 +5,9 @@ compiles, or instead of BPF when it cannot load: drain, make stacks,
 aggregate into a :class:`RawTick`, each sample's user stack walked from its
 copied stack once its process's tables are in; samples that cannot be as
 complete as BPF's (a Python process's, with no Python frames) left out and
-counted by reason; hand over to BPF per CPU at the first BPF sample's time,
-so nothing is lost or counted twice) and
+counted by reason; a process that exec'd described anew, and its samples of
+any image but the one described left out and counted; hand over to BPF per
+CPU at the first BPF sample's time, so nothing is lost or counted twice) and
 :class:`~bpftop.tui.collect.early_stacks.EarlyStacks`, which decides each
 early sample's user stack and its quality. Used only from the collector thread,
 as are :class:`BackgroundLoad` (the compile's thread) and :func:`next_deadline`.
@@ -14,14 +15,16 @@ as are :class:`BackgroundLoad` (the compile's thread) and :func:`next_deadline`.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from bpftop.base.errors import BpftopError
-from bpftop.bpf.perf_events import PerfSample, PerfSampler
+from bpftop.bpf.perf_events import ExecRecord, PerfSample, PerfSampler
 from bpftop.bpf.probes import ProbeSpec
 from bpftop.bpf.raw import Addresses, RawSample, RawTick
 from bpftop.tui.collect.early_stacks import EarlyStacks
@@ -38,9 +41,41 @@ FIRST_TICK_S = 0.0  # the first early snapshot at once: samples since launch are
 
 EARLY_NO_TABLE = "early, unwind tables not built in time"
 EARLY_NO_PYTHON = "early, no Python frames"
+EARLY_OTHER_IMAGE = "early, of an image replaced before it was read"
+EXECS_KEPT_NS = 1_000_000_000  # an exec is forgotten this long after the last sample before it
+MAX_EXECUTING = 4096  # processes that exec'd kept track of (the oldest go first)
 
 Qualities = Mapping[str, int]
 LeaveOut = Callable[[int], str]  # tgid -> why its early samples are left out ("": kept)
+# tgid exec'd: read its new image for names now; the image number its samples
+# are named by (None: it is gone)
+Describe = Callable[[int], int | None]
+
+
+@dataclass(slots=True)
+class _Execs:
+    """A process that exec'd while sampled: the times of its execs (CLOCK_MONOTONIC
+    ns, sorted; the ``forgotten`` oldest dropped) and which image's maps were read
+    (``read_in``: how many execs it had made then; None: not read yet, or gone)."""
+
+    times: list[int] = field(default_factory=list)
+    forgotten: int = 0
+    read_in: int | None = None
+    image: int = 0  # the image number ``read_in``'s samples are named by
+    gone: bool = False
+
+    @property
+    def count(self) -> int:
+        return self.forgotten + len(self.times)
+
+    def image_at(self, time_ns: int) -> int:
+        """How many execs it had made at ``time_ns``."""
+        return self.forgotten + bisect.bisect_left(self.times, time_ns)
+
+    def forget_before(self, time_ns: int) -> None:
+        drop = bisect.bisect_left(self.times, time_ns)
+        self.forgotten += drop
+        del self.times[:drop]
 
 
 class EarlyTick(NamedTuple):
@@ -90,6 +125,8 @@ class EarlyFeed:
         self._lock = threading.Lock()  # guards the rings, _pending and _lost
         self._pending: list[PerfSample] = []
         self._lost = 0
+        self._execs: dict[int, _Execs] = {}  # processes that exec'd while sampled
+        self._polled_ns = 0  # when the rings were last drained (CLOCK_MONOTONIC)
         self.copies_dropped = 0  # samples whose stack copy the sampler's budget left out
         self.total = 0
         # The rings are emptied on a thread of their own (the CLI's sampler:
@@ -124,13 +161,28 @@ class EarlyFeed:
         """Parse what the rings gave into this feed."""
         with self._lock:
             if self._perf.opened:
+                self._polled_ns = time.monotonic_ns()
                 drained = self._perf.drain()
                 self._pending += drained.samples
                 self._lost += drained.lost
                 self.copies_dropped += drained.copies_dropped
+                self._note_execs(drained.execs)
+
+    def _note_execs(self, records: Iterable[ExecRecord]) -> None:
+        for record in records:
+            execs = self._execs.pop(record.tgid, None) or _Execs()
+            self._execs[record.tgid] = execs  # (last: the oldest are first)
+            bisect.insort(execs.times, record.time_ns)
+            execs.read_in, execs.gone = None, False
+        while len(self._execs) > MAX_EXECUTING:
+            del self._execs[next(iter(self._execs))]
 
     def tick(
-        self, until_ns: int = 0, leave_out: LeaveOut = lambda _: "", final: bool = False
+        self,
+        until_ns: int = 0,
+        leave_out: LeaveOut = lambda _: "",
+        final: bool = False,
+        describe: Describe = lambda _: True,
     ) -> EarlyTick:
         """Everything sampled since the last tick, aggregated by equal stacks;
         ``until_ns`` (CLOCK_MONOTONIC, 0: no limit): none sampled after it (a
@@ -138,12 +190,19 @@ class EarlyFeed:
         the first stacks are symbolized, must not stretch the recording).
         ``leave_out(tgid)``: why that process's early samples are not counted
         ("" to count them). A sample whose process's unwind tables are still
-        being built waits for a later tick, unless this one is ``final``."""
+        being built waits for a later tick, unless this one is ``final``.
+        ``describe(tgid)``: a process exec'd, read its new image's maps for its
+        names now (this feed reads them for its walks)."""
         self.poll()
-        return self._tick(lambda s: not until_ns or s.time_ns <= until_ns, leave_out, final)
+        return self._tick(
+            lambda s: not until_ns or s.time_ns <= until_ns, leave_out, final, describe
+        )
 
     def hand_over(
-        self, first_bpf_ns: Callable[[], Mapping[int, int]], leave_out: LeaveOut = lambda _: ""
+        self,
+        first_bpf_ns: Callable[[], Mapping[int, int]],
+        leave_out: LeaveOut = lambda _: "",
+        describe: Describe = lambda _: True,
     ) -> EarlyTick:
         """BPF counts now: keep the perf samples of each CPU taken before BPF's
         first sample there (``first_bpf_ns()``: CPU -> CLOCK_MONOTONIC ns, 0 or
@@ -160,24 +219,66 @@ class EarlyFeed:
         # fall between the read and the disable, and be counted twice).
         cuts = dict(first_bpf_ns())
         self.poll()
-        self.close()
-        return self._tick(
-            lambda s: not cuts.get(s.cpu) or s.time_ns < cuts[s.cpu], leave_out, final=True
-        )
+        try:  # (the execs are still told: one after the disable makes a read no image's)
+            return self._tick(
+                lambda s: not cuts.get(s.cpu) or s.time_ns < cuts[s.cpu], leave_out, True, describe
+            )
+        finally:
+            self.close()
+
+    def _describe_execs(self, describe: Describe) -> None:
+        """Each process that exec'd since it was last described is described
+        anew (``describe`` names, this feed's walks); the maps read count for
+        the image it had then if no exec of it came in meanwhile, else it is
+        read again next tick."""
+        for tgid, execs in tuple(self._execs.items()):
+            if execs.read_in is not None or execs.gone:
+                continue
+            before = execs.count
+            image = describe(tgid)
+            if image is None:
+                execs.gone = True
+                continue
+            self.stacks.reread(tgid)
+            with self._lock:
+                self._note_execs(self._perf.take_execs())
+            if execs.count == before:
+                execs.read_in, execs.image = before, image
+
+    def _forget_execs(self) -> None:
+        """Forget the execs no sample waiting or to come was taken before (a
+        second's margin before the last drain, for samples not taken from the rings yet)."""
+        with self._lock:
+            oldest = min((s.time_ns for s in self._pending), default=self._polled_ns)
+        cutoff = min(oldest, self._polled_ns - EXECS_KEPT_NS)
+        for execs in self._execs.values():
+            execs.forget_before(cutoff)
+
+    def _image(self, sample: PerfSample) -> int | None:
+        """The image number ``sample`` is named by (0 for a process that has
+        not exec'd); None if it was taken in an image other than the one its
+        process's maps were read in (it exec'd since, or before they were read)."""
+        execs = self._execs.get(sample.tgid)
+        if execs is None:
+            return 0
+        return execs.image if execs.image_at(sample.time_ns) == execs.read_in else None
 
     def _tick(
-        self, keep: Callable[[PerfSample], bool], leave_out: LeaveOut, final: bool
-    ) -> EarlyTick:
+        self, keep: Callable[[PerfSample], bool], leave_out: LeaveOut, final: bool,
+        describe: Describe,
+    ) -> EarlyTick:  # fmt: skip
+        self._describe_execs(describe)
         with self._lock:
             pending, lost, self._pending, self._lost = self._pending, self._lost, [], 0
-        counts: Counter[tuple[int, int, Addresses, Addresses]] = Counter()
+        counts: Counter[tuple[int, int, Addresses, Addresses, int]] = Counter()
         qualities: Counter[str] = Counter()
         left_out: Counter[str] = Counter()
         waiting: list[PerfSample] = []
         for sample in pending:
             if not keep(sample):
                 continue
-            reason = leave_out(sample.tgid)
+            image = self._image(sample)
+            reason = EARLY_OTHER_IMAGE if image is None else leave_out(sample.tgid)
             made = None if reason else self.stacks.user_stack(sample, final)
             if made is None and not reason and not final:
                 waiting.append(sample)
@@ -186,16 +287,19 @@ class EarlyFeed:
                 left_out[reason or EARLY_NO_TABLE] += 1
                 continue
             user, quality = made
-            counts[sample.tgid, sample.tid, user, sample.kernel_stack] += 1
+            counts[sample.tgid, sample.tid, user, sample.kernel_stack, image or 0] += 1
             qualities[quality] += 1
         if waiting:
             with self._lock:
                 self._pending[:0] = waiting
+        self._forget_execs()
         now = time.monotonic()
         tick = RawTick(
             samples=tuple(
-                RawSample(tgid, tid, user, kernel, n, user_error="" if user else "EFAULT")
-                for (tgid, tid, user, kernel), n in counts.items()
+                RawSample(
+                    tgid, tid, user, kernel, n, user_error="" if user else "EFAULT", image=image
+                )
+                for (tgid, tid, user, kernel, image), n in counts.items()
             ),
             lost_events=lost,
             interval_s=now - self._last,

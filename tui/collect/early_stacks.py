@@ -64,6 +64,14 @@ class EarlyStacks:
             return walked.addresses, EARLY_WALKED
         return sample.user_stack, EARLY_FP
 
+    def reread(self, tgid: int) -> None:
+        """``tgid`` exec'd: read its new image's maps now; its samples are
+        walked with them once the tables of the files it maps now are in."""
+        self.tables.forget(tgid)
+        self._settled.discard(tgid)
+        self._asked.discard(tgid)
+        self._lookups[tgid] = self.tables.lookup_for(tgid)
+
     def settled(self, tgid: int) -> bool:
         """Every file ``tgid`` maps has had its table built or tried (asks for
         the missing ones to be built when not); true of processes past the
