@@ -4,6 +4,7 @@ points), and names PLT stubs SYMBOL@plt as perf does."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -63,6 +64,12 @@ def test_sqlite3_leaf_frames_named_as_often_as_perf_names_them(tmp_path: Path) -
         f"unnamed leaves: bpftop {our_share:.1%} of {total}, perf {perf_share:.1%} of {len(theirs)}"
     )
     assert total > 500 and len(theirs) > 500
-    assert our_share <= perf_share + 0.02
+    # Two samplings of the same run: their shares differ by chance with a
+    # standard deviation of ~1.1 points here (4 runs: -2.2 to +2.0; 2.4 once).
+    # Three of them, or 2 points: PLT stubs left unnamed put bpftop 7 points above.
+    noise = math.sqrt(
+        our_share * (1 - our_share) / total + perf_share * (1 - perf_share) / len(theirs)
+    )
+    assert our_share <= perf_share + max(0.02, 3 * noise)
     if any(leaf.endswith("@plt") for leaf in theirs):
         assert any(leaf.endswith("@plt") for leaf, _ in ours)
