@@ -31,10 +31,11 @@ import ctypes as ct
 import errno
 import mmap
 import os
+import select
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -62,7 +63,10 @@ ATTR_DISABLED, ATTR_FREQ, ATTR_USE_CLOCKID = 1 << 0, 1 << 10, 1 << 25
 ATTR_COMM, ATTR_SAMPLE_ID_ALL, ATTR_COMM_EXEC = 1 << 9, 1 << 18, 1 << 24
 PERF_RECORD_LOST, PERF_RECORD_COMM, PERF_RECORD_SAMPLE = 2, 3, 9
 PERF_RECORD_MISC_COMM_EXEC = 1 << 13  # a COMM record written by an exec
-EXEC_RING_PAGES = 16  # ~1,300 exec records (48 bytes) between two takes (RING_POLL_S)
+EXEC_RING_PAGES = 16  # ~1,300 exec records (48 bytes) between two takes
+EXEC_WAKE_GAP_S = 0.002  # the ring thread's rest after a take (any exec wakes it)
+EXEC_TELL_GAP_S = 0.05  # ... after one that told on_exec of a target's exec
+ATTR_WATERMARK = 1 << 14  # wake poll(2) by bytes written (wakeup_watermark), not by samples
 PERF_FORMAT_LOST = 1 << 4  # read(2) gives {value, lost}
 # Callchain context markers (-128, -512 as u64; every value >= -4095 is a marker).
 CONTEXT_KERNEL, CONTEXT_USER, CONTEXT_MAX = 2**64 - 128, 2**64 - 512, 2**64 - 4095
@@ -264,10 +268,12 @@ class PerfSampler:
         self.enabled_s = 0.0
         self._taking = threading.Lock()  # guards the rings' takes and what they took
         self._taken: list[bytes] = []  # records taken from the rings, not parsed yet
-        self._execs_taken: list[bytes] = []  # ... from the exec rings
+        self._execs_taken: list[ExecRecord] = []  # the targets' execs taken, not drained yet
+        self.on_exec: Callable[[], None] | None = None  # (the ring thread) a target exec'd
         self._lost_taken = 0
         self._taker: threading.Thread | None = None
         self._stop_taking = threading.Event()
+        self._stop_fds = (-1, -1)
         self._lost = 0  # from PERF_RECORD_LOST records (kept only without PERF_FORMAT_LOST)
         self._lost_readable = True
         self.execs_lost = 0  # exec records the kernel could not write (a full exec ring)
@@ -329,20 +335,40 @@ class PerfSampler:
 
     def keep_rings_empty(self, every_s: float = RING_POLL_S) -> None:
         """From now until :meth:`close`, a thread of its own moves what the
-        rings hold into memory every ``every_s`` (unparsed: a copy per ring),
-        so a ring never fills while the caller is busy (importing, compiling:
-        at 999 Hz a ring holds under a second). Safe to call twice."""
+        rings hold into memory every ``every_s`` (samples unparsed: a copy per
+        ring) and at each exec, so a ring never fills while the caller is busy
+        (importing, compiling: at 999 Hz a ring holds under a second), and
+        ``on_exec`` is called as a target execs. Safe to call twice."""
         if self._taker is None and self._rings:
+            self._stop_fds = os.pipe()  # written at close: ends the thread's poll at once
             self._taker = threading.Thread(
                 target=self._take_every, args=(every_s,), name="bpftop-rings", daemon=True
             )
             self._taker.start()
 
     def _take_every(self, every_s: float) -> None:
-        while not self._stop_taking.wait(every_s):
-            self._take_rings()
+        """Take every ring each ``every_s``, and at once when an exec ring has
+        a record (each wakes poll(2)): ``on_exec`` then hears of a target's
+        exec within a millisecond or so, not at the next take."""
+        poller = select.poll()
+        for fd in (self._stop_fds[0], *(ring.fd for ring in self._exec_rings)):
+            poller.register(fd, select.POLLIN)
+        next_s = time.monotonic() + every_s
+        while not self._stop_taking.is_set():
+            poller.poll(max(0.0, next_s - time.monotonic()) * 1000)
+            if self._stop_taking.is_set():
+                return
+            if time.monotonic() >= next_s:
+                next_s = time.monotonic() + every_s
+            told = self._take_rings()
+            if told and self.on_exec is not None:
+                self.on_exec()
+            # Rest: other processes' execs wake this too; a target that execs
+            # all the time makes a tick at most every EXEC_TELL_GAP_S.
+            self._stop_taking.wait(EXEC_TELL_GAP_S if told else EXEC_WAKE_GAP_S)
 
-    def _take_rings(self) -> None:
+    def _take_rings(self) -> bool:
+        """Take every ring (the samples first); True if a target named by pid exec'd."""
         with self._taking:
             for ring in self._rings.values():
                 if self._lost_readable:  # read before the take: all it counts is before the head
@@ -350,28 +376,32 @@ class PerfSampler:
                 chunk = ring.take()
                 if chunk:
                     self._taken.append(chunk)
-            self._take_execs()  # after the samples: every exec before them is in
+            return self._take_execs()  # after the samples: every exec before them is in
 
-    def _take_execs(self) -> None:
+    def _take_execs(self) -> bool:
+        """Take the exec rings; True if a target named by pid exec'd (not
+        merely a process -a keeps: it would tell of every exec on the system)."""
+        found = False
         for ring in self._exec_rings:
-            chunk = ring.take()
-            if chunk:
-                self._execs_taken.append(chunk)
+            for record in self._parse_execs(ring.take()):
+                self._execs_taken.append(record)
+                found = found or record.tgid in self.targets
+        return found
 
     def take_execs(self) -> tuple[ExecRecord, ...]:
         """The targets' execs since the last drain or call (every one that
         happened before this call), without touching the sample rings."""
         with self._taking:
             self._take_execs()
-            chunks, self._execs_taken = self._execs_taken, []
-        return tuple(record for chunk in chunks for record in self._parse_execs(chunk))
+            taken, self._execs_taken = tuple(self._execs_taken), []
+        return taken
 
     def drain(self) -> PerfDrain:
         """The target samples, execs and lost counts of every ring since the last drain."""
         self._take_rings()
         with self._taking:
             chunks, self._taken = self._taken, []
-            exec_chunks, self._execs_taken = self._execs_taken, []
+            execs, self._execs_taken = tuple(self._execs_taken), []
             lost, self._lost_taken = self._lost_taken, 0
         samples: list[PerfSample] = []
         dropped = 0
@@ -384,7 +414,6 @@ class PerfSampler:
                         dropped += 1
                         sample = replace(sample, stack_bytes=b"")
                 samples.append(sample)
-        execs = tuple(record for chunk in exec_chunks for record in self._parse_execs(chunk))
         in_records, self._lost = self._lost, 0
         return PerfDrain(
             tuple(samples), lost if self._lost_readable else in_records, dropped, execs
@@ -405,7 +434,7 @@ class PerfSampler:
                 if self._keep(tgid):
                     yield ExecRecord(tgid, time_ns)
             elif kind == PERF_RECORD_LOST:
-                self._lost += struct.unpack_from("<Q", chunk, at + 16)[0]
+                self.execs_lost += struct.unpack_from("<Q", chunk, at + 16)[0]
             at += size
 
     def _parse(self, chunk: bytes) -> Iterable[PerfSample]:
@@ -419,7 +448,7 @@ class PerfSampler:
                 if sample is not None:
                     yield sample
             elif kind == PERF_RECORD_LOST:
-                self.execs_lost += struct.unpack_from("<Q", chunk, at + 16)[0]
+                self._lost += struct.unpack_from("<Q", chunk, at + 16)[0]
             at += size
 
     def _keep(self, tgid: int) -> bool:
@@ -451,8 +480,14 @@ class PerfSampler:
     def close(self) -> None:
         """Stop the ring thread, unmap and close every ring; safe to call twice."""
         self._stop_taking.set()
+        if self._stop_fds[1] >= 0:
+            os.write(self._stop_fds[1], b"x")
         if self._taker is not None and self._taker is not threading.current_thread():
             self._taker.join()
+        for fd in self._stop_fds:
+            if fd >= 0:
+                os.close(fd)
+        self._stop_fds = (-1, -1)
         with self._taking:
             rings, self._rings = [*self._rings.values(), *self._exec_rings], {}
             self._exec_rings, self._taken, self._execs_taken = [], [], []
@@ -477,7 +512,11 @@ def exec_attr() -> PerfAttr:
     attr = PerfAttr(type=PERF_TYPE_SOFTWARE, config=PERF_COUNT_SW_DUMMY)
     attr.size = ct.sizeof(PerfAttr)
     attr.sample_type = SAMPLE_TID | SAMPLE_TIME
-    attr.flags = ATTR_DISABLED | ATTR_COMM | ATTR_COMM_EXEC | ATTR_SAMPLE_ID_ALL | ATTR_USE_CLOCKID
+    attr.flags = (
+        ATTR_DISABLED | ATTR_COMM | ATTR_COMM_EXEC | ATTR_SAMPLE_ID_ALL | ATTR_USE_CLOCKID
+        | ATTR_WATERMARK
+    )  # fmt: skip
+    attr.wakeup_events = 1  # (the union's wakeup_watermark: each record wakes poll)
     attr.clockid = CLOCK_MONOTONIC
     return attr
 

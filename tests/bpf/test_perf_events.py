@@ -222,3 +222,33 @@ def test_each_exec_of_a_target_is_told_with_its_time_between_its_samples(
     per_image = Counter(bisect.bisect_left(times, s.time_ns) for s in drained.samples)
     assert sorted(per_image) == list(range(6)), per_image
     assert all(n >= 25 for n in per_image.values()), per_image  # ~50 at 499 Hz
+
+
+def test_a_targets_exec_is_told_at_once_not_at_the_next_take(workloads: Path) -> None:
+    """With the rings taken once a second, each of reexec's 5 execs (100 ms
+    apart) is still told within 200 ms: the exec ring wakes the ring thread."""
+    target = subprocess.Popen(
+        [str(workloads / "reexec"), "5", "100"], stdin=subprocess.PIPE,
+        env={**os.environ, "REEXEC_WAIT": "1"},
+    )  # fmt: skip
+    assert target.stdin is not None
+    told: list[int] = []
+    try:
+        with PerfSampler(99, targets=[target.pid]) as perf:
+            perf.on_exec = lambda: told.append(time.monotonic_ns())
+            perf.open()
+            perf.enable()
+            perf.keep_rings_empty(every_s=1.0)
+            target.stdin.write(b"x")
+            target.stdin.close()
+            assert target.wait(timeout=30) == 0
+            time.sleep(0.3)
+            execs = perf.drain().execs
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()
+    assert len(execs) == 5, execs
+    for record in execs:
+        after = [ns for ns in told if ns >= record.time_ns]
+        assert after and after[0] - record.time_ns <= 200_000_000, (record, told)

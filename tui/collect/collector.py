@@ -295,6 +295,8 @@ class Collector:
         perf, self._early_perf = self._early_perf, None
         wanted = self._early_sampling and (bpf_failed or self._launched is None)
         feed = early_feed(perf, self._sampler.spec, self._targets, wanted)
+        if feed is not None:
+            feed.wake_on_exec(self._wake.set)
         if feed is not None and bpf_failed and self._launched is not None:
             release(self._launched, held_at_exec=False)  # it runs on from its exec
             self._on_exec(self.pid)

@@ -148,6 +148,12 @@ class EarlyFeed:
             return None, str(err)
         return cls(perf), ""
 
+    def wake_on_exec(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from the ring thread) when a target has exec'd: a
+        tick then reads its new image, and fewer of its samples wait in an
+        image no tick has read."""
+        self._perf.on_exec = wake
+
     @property
     def running(self) -> bool:
         return self._perf.opened
