@@ -253,3 +253,25 @@ def test_a_process_gone_before_its_new_image_was_read_counts_nothing_after_its_e
     finally:
         feed.close()
     assert kept(tick) == {} and dict(left_out) == {EARLY_OTHER_IMAGE: 2}
+
+
+def test_samples_of_the_image_read_before_are_counted_by_its_number_after_the_next_exec() -> None:
+    """A tick learns of a second exec (t=50): the samples of the image read at
+    the tick before (t=40) are walked and named by that image's number first,
+    then the new image is read for the samples after the exec (t=60)."""
+    fake = FakePerf()
+    feed = feed_of(fake)
+    t = time.monotonic_ns()
+    describe = Describer()
+    try:
+        fake.queue.append(PerfDrain((sample(1, t + 30),), execs=(ExecRecord(7, t + 20),)))
+        first = feed.tick(describe=describe).tick
+        fake.queue.append(
+            PerfDrain((sample(0, t + 40), sample(1, t + 60)), execs=(ExecRecord(7, t + 50),))
+        )
+        second, _, left_out = feed.tick(describe=describe)
+    finally:
+        feed.close()
+    assert kept(first) == {-1: 1}
+    assert kept(second) == {-1: 1, -2: 1} and not left_out
+    assert describe.reads == [7, 7]

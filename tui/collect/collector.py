@@ -491,7 +491,7 @@ class Collector:
     def _image_of(self, tgid: int) -> int:
         """The image ``tgid`` runs (how many times it exec'd as a target), from BPF."""
         image_of = getattr(self._sampler, "image_of", None)
-        return int(image_of(tgid)) if image_of is not None and self._sampler.loaded else 0
+        return int(image_of(tgid)) if image_of is not None and self._bpf_ready else 0
 
     def _on_exec(self, tgid: int, python: bool = True) -> None:
         """A target exec'd: read its new image now, before it can exit (once
@@ -504,7 +504,7 @@ class Collector:
         image = self._image_of(tgid)  # (read before the maps: an exec after them is noticed)
         self._symbolizer.prepare(tgid, preload=True)
         # (before BPF counts images, the early feed tells them apart by itself)
-        if self._sampler.loaded and self._images.capture(tgid) and self._image_of(tgid) == image:
+        if self._bpf_ready and self._images.capture(tgid) and self._image_of(tgid) == image:
             self._symbolizer.note_image(tgid, image)
         self._labels.forget(tgid)
         if python:
@@ -527,14 +527,10 @@ class Collector:
     def _early_exec(self, tgid: int) -> int | None:
         """(The early feed) ``tgid`` exec'd while perf_event sampled it: read its
         new image for names now. Its early samples of that image are named by
-        the number returned (None: it is gone): BPF's count of its images once
-        BPF counts, else one of the early feed's own (negative: never BPF's).
-        None: gone, or (once BPF counts) exec'd again while it was read."""
-        if self._sampler.loaded:
-            image = self._image_of(tgid)
-        else:
-            self._early_images -= 1
-            image = self._early_images
+        the number returned, one of the early feed's own (negative: never one
+        BPF counts), kept with the maps read; None: it is gone."""
+        self._early_images -= 1
+        image = self._early_images
         if tgid in self._targets or tgid == self.pid:
             self._on_exec(tgid)
         else:  # -a: its names only, as for a process seen for the first time
@@ -542,8 +538,6 @@ class Collector:
             self._labels.forget(tgid)
         if self._symbolizer.prepare(tgid).maps is None:
             return None
-        if self._sampler.loaded and self._image_of(tgid) != image:
-            return None  # exec'd again meanwhile (perf_event stops telling once BPF counts)
         maps = read_image(tgid)  # kept: its stacks may be named again after its next exec
         if maps is not None:
             self._symbolizer.images.put(tgid, image, maps)

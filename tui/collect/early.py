@@ -56,7 +56,8 @@ Describe = Callable[[int], int | None]
 class _Execs:
     """A process that exec'd while sampled: the times of its execs (CLOCK_MONOTONIC
     ns, sorted; the ``forgotten`` oldest dropped) and which image's maps were read
-    (``read_in``: how many execs it had made then; None: not read yet, or gone)."""
+    last (``read_in``: how many execs it had made then; None: none yet); ``gone``:
+    its latest image could not be read."""
 
     times: list[int] = field(default_factory=list)
     forgotten: int = 0
@@ -179,7 +180,7 @@ class EarlyFeed:
             execs = self._execs.pop(record.tgid, None) or _Execs()
             self._execs[record.tgid] = execs  # (last: the oldest are first)
             bisect.insort(execs.times, record.time_ns)
-            execs.read_in, execs.gone = None, False
+            execs.gone = False
         while len(self._execs) > MAX_EXECUTING:
             del self._execs[next(iter(self._execs))]
 
@@ -236,9 +237,10 @@ class EarlyFeed:
         """Each process that exec'd since it was last described is described
         anew (``describe`` names, this feed's walks); the maps read count for
         the image it had then if no exec of it came in meanwhile, else it is
-        read again next tick."""
+        read again next tick (its samples of the image read before are still
+        named by that image's number)."""
         for tgid, execs in tuple(self._execs.items()):
-            if execs.read_in is not None or execs.gone:
+            if execs.read_in == execs.count or execs.gone:
                 continue
             before = execs.count
             image = describe(tgid)
@@ -273,28 +275,36 @@ class EarlyFeed:
         self, keep: Callable[[PerfSample], bool], leave_out: LeaveOut, final: bool,
         describe: Describe,
     ) -> EarlyTick:  # fmt: skip
-        self._describe_execs(describe)
         with self._lock:
             pending, lost, self._pending, self._lost = self._pending, self._lost, [], 0
         counts: Counter[tuple[int, int, Addresses, Addresses, int]] = Counter()
         qualities: Counter[str] = Counter()
         left_out: Counter[str] = Counter()
         waiting: list[PerfSample] = []
-        for sample in pending:
-            if not keep(sample):
-                continue
-            image = self._image(sample)
-            reason = EARLY_OTHER_IMAGE if image is None else leave_out(sample.tgid)
-            made = None if reason else self.stacks.user_stack(sample, final)
-            if made is None and not reason and not final:
-                waiting.append(sample)
-                continue
-            if made is None:
-                left_out[reason or EARLY_NO_TABLE] += 1
-                continue
-            user, quality = made
-            counts[sample.tgid, sample.tid, user, sample.kernel_stack, image or 0] += 1
-            qualities[quality] += 1
+
+        def count(samples: Iterable[PerfSample]) -> None:
+            for sample in samples:
+                if not keep(sample):
+                    continue
+                image = self._image(sample)
+                reason = EARLY_OTHER_IMAGE if image is None else leave_out(sample.tgid)
+                made = None if reason else self.stacks.user_stack(sample, final)
+                if made is None and not reason and not final:
+                    waiting.append(sample)
+                    continue
+                if made is None:
+                    left_out[reason or EARLY_NO_TABLE] += 1
+                    continue
+                user, quality = made
+                counts[sample.tgid, sample.tid, user, sample.kernel_stack, image or 0] += 1
+                qualities[quality] += 1
+
+        # First the samples of images already read (walked with their maps,
+        # named by their number), then the new images are read for the rest.
+        read = [self._image(s) is not None for s in pending]
+        count(s for s, known in zip(pending, read, strict=True) if known)
+        self._describe_execs(describe)
+        count(s for s, known in zip(pending, read, strict=True) if not known)
         if waiting:
             with self._lock:
                 self._pending[:0] = waiting
