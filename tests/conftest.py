@@ -39,10 +39,16 @@ def sampling(pid: int) -> bool:
     """Has process ``pid`` attached a perf event (bpftop's sampler is running)?"""
     fds = Path(f"/proc/{pid}/fd")
     try:
-        links = [str(fd.readlink()) for fd in fds.iterdir()]
+        entries = list(fds.iterdir())
     except OSError:
-        return False
-    return any("perf_event" in link for link in links)
+        return False  # gone
+    for fd in entries:
+        try:  # (an fd closed since the listing is no answer: the others are)
+            if "perf_event" in str(fd.readlink()):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def collecting(pid: int) -> bool:

@@ -93,7 +93,10 @@ def test_target_exits_mid_recording(workloads: Path, tmp_path: Path) -> None:
         deadline = time.monotonic() + 60  # the compile takes 3-10 s, more on a busy machine
         while not sampling(recorder.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert sampling(recorder.pid), "record never attached its perf events"
+        if not sampling(recorder.pid):
+            recorder.kill()
+            _, err = recorder.communicate()
+            raise AssertionError(f"record never attached its perf events: {err!r}")
         # perf_event sampling starts before the arguments are checked: let the
         # check pass (the collector's threads run) before the target goes.
         while not collecting(recorder.pid) and time.monotonic() < deadline:
