@@ -189,7 +189,7 @@ class EarlyFeed:
         until_ns: int = 0,
         leave_out: LeaveOut = lambda _: "",
         final: bool = False,
-        describe: Describe = lambda _: True,
+        describe: Describe = lambda _: 0,
     ) -> EarlyTick:
         """Everything sampled since the last tick, aggregated by equal stacks;
         ``until_ns`` (CLOCK_MONOTONIC, 0: no limit): none sampled after it (a
@@ -209,7 +209,7 @@ class EarlyFeed:
         self,
         first_bpf_ns: Callable[[], Mapping[int, int]],
         leave_out: LeaveOut = lambda _: "",
-        describe: Describe = lambda _: True,
+        describe: Describe = lambda _: 0,
     ) -> EarlyTick:
         """BPF counts now: keep the perf samples of each CPU taken before BPF's
         first sample there (``first_bpf_ns()``: CPU -> CLOCK_MONOTONIC ns, 0 or
